@@ -1,0 +1,204 @@
+"""Trace a discovered torch entry on meta tensors with torch.export (DESIGN §2).
+
+Nothing here allocates real tensors: the module is built and its inputs are made under
+``torch.device("meta")``, and the export runs on those. Each node is mapped to the line of
+the analyzed file it comes from (the innermost frame in that file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import re
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..discover import Entry, TensorSpec
+
+# Ops whose IR is known in closed form stay whole (DESIGN §2: decompose selectively).
+KEEP_WHOLE = (
+    "linear", "matmul", "einsum", "layer_norm", "group_norm", "rms_norm", "instance_norm",
+    "scaled_dot_product_attention", "batch_norm", "conv1d", "conv2d", "conv3d",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "silu", "mish", "hardswish",
+    "hardsigmoid", "softplus", "elu", "leaky_relu", "gelu", "hardtanh", "logsumexp",
+)
+
+
+class EntryError(Exception):
+    """A user-facing failure of one entry: the message says what happened and what to do."""
+
+    def __init__(self, stage: str, message: str, line: int | None = None):
+        super().__init__(message)
+        self.stage = stage
+        self.line = line
+
+
+@dataclass
+class Traced:
+    entry: Entry
+    path: str
+    exported: Any  # torch.export.ExportedProgram, decomposed
+    lines: dict[str, int | None] = field(default_factory=dict)  # node name -> line
+    kinds: dict[str, str] = field(default_factory=dict)  # placeholder -> input|param|buffer|constant
+    targets: dict[str, str] = field(default_factory=dict)  # placeholder -> FQN or input name
+    input_specs: list[TensorSpec] = field(default_factory=list)
+
+
+_MODULE_COUNTER = [0]
+
+
+def load_module(path: str) -> types.ModuleType:
+    """Import the user's file as a fresh module. User code runs here: callers isolate it."""
+    path = os.path.realpath(path)
+    _MODULE_COUNTER[0] += 1
+    name = f"solar_user_{_MODULE_COUNTER[0]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise EntryError("import", f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            spec.loader.exec_module(module)
+    except Exception as exc:  # user code: any failure becomes a message
+        sys.modules.pop(name, None)
+        raise EntryError("import", f"importing the file failed: {type(exc).__name__}: {exc}",
+                         _user_line(exc, path)) from exc
+    return module
+
+
+def _user_line(exc: BaseException, path: str) -> int | None:
+    tb = exc.__traceback__
+    line = None
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if line is None and isinstance(exc, SyntaxError):
+        line = exc.lineno
+    return line
+
+
+def _spec_tensor(spec: TensorSpec, device: str) -> Any:
+    if spec.scalar is not None or spec.dtype in ("int", "float"):
+        return spec.scalar
+    dtype = getattr(torch, spec.dtype)
+    if dtype.is_floating_point:
+        return torch.randn(spec.shape, dtype=dtype, device=device) if device != "meta" else torch.empty(
+            spec.shape, dtype=dtype, device=device)
+    if dtype == torch.bool:
+        return torch.rand(spec.shape, device=device) > 0.5 if device != "meta" else torch.empty(
+            spec.shape, dtype=dtype, device=device)
+    if device == "meta":
+        return torch.empty(spec.shape, dtype=dtype, device=device)
+    return torch.randint(0, 8, spec.shape, dtype=dtype, device=device)
+
+
+class _FunctionModule(torch.nn.Module):
+    def __init__(self, fn: Any):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta",
+          seed: int = 0) -> tuple[torch.nn.Module, tuple]:
+    """Instantiate the entry's module and inputs on ``device`` ("meta" for analysis)."""
+    path = os.path.realpath(path)
+    torch.manual_seed(seed)
+    dev = torch.device(device)
+    try:
+        with dev:
+            if entry.kind == "model":
+                init = getattr(module, "get_init_inputs", lambda: [])()
+                obj = getattr(module, entry.name)
+                model = obj(*init)
+                inputs = module.get_inputs()
+            else:
+                obj = getattr(module, entry.name)
+                if entry.kind == "module" or isinstance(obj, type):
+                    model = obj(*entry.init_args, **dict(entry.init_kwargs))
+                else:
+                    model = _FunctionModule(obj)
+                inputs = [_spec_tensor(s, device) for s in entry.inputs or ()]
+    except Exception as exc:
+        raise EntryError("build", f"building the entry failed: {type(exc).__name__}: {exc}",
+                         _user_line(exc, path)) from exc
+    if not isinstance(model, torch.nn.Module):
+        raise EntryError("build", f"{entry.name} did not produce a torch.nn.Module")
+    model.eval()
+    if device == "meta":
+        model = model.to("meta") if any(p.device.type != "meta" for p in model.parameters()) else model
+        inputs = [t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs]
+    return model, tuple(inputs)
+
+
+def _decomp_table() -> dict:
+    table = torch.export.default_decompositions()
+    for name in KEEP_WHOLE:
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            table.pop(getattr(packet, overload), None)
+    return table
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def line_of(stack_trace: str | None, path: str) -> int | None:
+    """The innermost frame of ``stack_trace`` that lies in ``path``."""
+    if not stack_trace:
+        return None
+    line = None
+    for file, ln in _FRAME.findall(stack_trace):
+        if file == path or os.path.realpath(file) == path:
+            line = int(ln)
+    return line
+
+
+def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:
+    path = os.path.realpath(path)
+    model, inputs = build(module, entry, path, "meta")
+    tensor_inputs = tuple(inputs)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            ep = torch.export.export(model, tensor_inputs, strict=False)
+            ep = ep.run_decompositions(_decomp_table())
+    except Exception as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        kind = type(exc).__name__
+        hint = ""
+        if "data-dependent" in str(exc).lower() or "guard" in str(exc).lower():
+            hint = (" (control flow depends on tensor values; make it static, or opt in to the "
+                    "LLM frontend)")
+        raise EntryError("trace", f"torch.export could not trace {entry.name}: {kind}: {msg}{hint}",
+                         _user_line(exc, path)) from exc
+    traced = Traced(entry=entry, path=path, exported=ep)
+    sig = ep.graph_signature
+    for spec in sig.input_specs:
+        name = spec.arg.name if hasattr(spec.arg, "name") else None
+        if name is None:
+            continue
+        kind = spec.kind.name.lower()
+        traced.kinds[name] = {"user_input": "input", "parameter": "param", "buffer": "buffer",
+                              "constant_tensor": "constant"}.get(kind, kind)
+        traced.targets[name] = spec.target or name
+    for node in ep.graph.nodes:
+        traced.lines[node.name] = line_of(node.meta.get("stack_trace"), path)
+    specs = []
+    for ph, t in zip([n for n in ep.graph.nodes if n.op == "placeholder"
+                      and traced.kinds.get(n.name) == "input"], tensor_inputs):
+        if isinstance(t, torch.Tensor):
+            specs.append(TensorSpec(ph.name, str(t.dtype).replace("torch.", ""), tuple(t.shape)))
+    traced.input_specs = specs
+    return traced

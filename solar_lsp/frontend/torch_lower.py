@@ -1139,9 +1139,12 @@ def _lower_node(lw: LowerState, node: Any) -> None:
     line = lw.traced.lines.get(node.name)
     if target is operator.getitem:
         src = lw.env.get(node.args[0].name)
-        lw.env[node.name] = src[node.args[1]] if isinstance(src, (list, tuple)) else None
-        if lw.env[node.name] is None:
+        if isinstance(src, tuple) and src and src[0] == "__split__":
             _split_view(lw, node, line)
+        elif isinstance(src, (list, tuple)) and node.args[1] < len(src):
+            lw.env[node.name] = src[node.args[1]]
+        else:
+            lw.env[node.name] = None
         return
     name = str(target)
     if name.startswith("aten.sym_") or name == "aten._assert_scalar.default":

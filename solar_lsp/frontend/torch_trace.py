@@ -70,7 +70,40 @@ def load_module(path: str) -> types.ModuleType:
         sys.modules.pop(name, None)
         raise EntryError("import", f"importing the file failed: {type(exc).__name__}: {exc}",
                          _user_line(exc, path)) from exc
+    _anchor_user_frames(module, path)
     return module
+
+
+def _anchor_user_frames(module: types.ModuleType, path: str) -> None:
+    """torch.export keeps only ``forward`` frames in stack traces unless a frame is
+    registered as an anchor; register every function of the user's file so that an op
+    maps to the innermost line in that file (helpers and plain-function entries included)."""
+    try:
+        from torch.fx import proxy
+        anchors = proxy._STACK_TRACE_ANCHORS
+    except (ImportError, AttributeError):
+        return
+
+    def visit(code: types.CodeType) -> None:
+        if os.path.realpath(code.co_filename) != path:
+            return
+        anchors.add((code.co_filename, code.co_name))
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                visit(const)
+
+    def visit_obj(obj: Any, depth: int = 0) -> None:
+        if isinstance(obj, (staticmethod, classmethod)):
+            obj = obj.__func__
+        code = getattr(obj, "__code__", None)
+        if isinstance(code, types.CodeType):
+            visit(code)
+        elif isinstance(obj, type) and depth < 3:
+            for v in vars(obj).values():
+                visit_obj(v, depth + 1)
+
+    for v in list(vars(module).values()):
+        visit_obj(v)
 
 
 def _user_line(exc: BaseException, path: str) -> int | None:
@@ -100,13 +133,11 @@ def _spec_tensor(spec: TensorSpec, device: str) -> Any:
     return torch.randint(0, 8, spec.shape, dtype=dtype, device=device)
 
 
-class _FunctionModule(torch.nn.Module):
-    def __init__(self, fn: Any):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: Any) -> Any:
-        return self.fn(*args)
+def _function_module(fn: Any) -> torch.nn.Module:
+    """Wrap a function so that it *is* the forward: export then records its own frames."""
+    cls = type(f"solar_fn_{getattr(fn, '__name__', 'fn')}", (torch.nn.Module,),
+               {"forward": staticmethod(fn)})
+    return cls()
 
 
 def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta",
@@ -127,7 +158,7 @@ def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta
                 if entry.kind == "module" or isinstance(obj, type):
                     model = obj(*entry.init_args, **dict(entry.init_kwargs))
                 else:
-                    model = _FunctionModule(obj)
+                    model = _function_module(obj)
                 inputs = [_spec_tensor(s, device) for s in entry.inputs or ()]
     except Exception as exc:
         raise EntryError("build", f"building the entry failed: {type(exc).__name__}: {exc}",

@@ -27,7 +27,7 @@ from .core import (
 )
 
 INITS = ("identity", "keep")
-OP_KINDS = ("compute", "view", "gather")
+OP_KINDS = ("compute", "view", "gather", "alloc")  # alloc: torch.empty and friends
 
 
 class IRValidationError(ValueError):

@@ -1,0 +1,859 @@
+'''Text form of the Affine Loop IR (DESIGN §3): a printer and a parser.
+
+The text form is a restricted subset of Python; with :data:`PRELUDE` executed first it
+is executable Python (the kernel bodies are plain loops over subscripts).  Grammar::
+
+    # solar IR v1 — program 'Model'                        (comment, ignored)
+    from __future__ import annotations                    (optional)
+    program("Model", inputs=["x"], params=["w"], outputs=["t1"])   (required, once)
+    x: f32[8, 64]                                         tensor declarations, in order
+    s: f32[()]                                            a 0-d tensor
+    views({"wt": "w"})                                    Program.views   (optional)
+    unique({"xb": 64})                                    Program.unique  (optional)
+
+    @op("aten.linear.default", line=12)                   one op, in execution order;
+    def linear_0(x, wt) -> t0:                            params = Op.inputs,
+        @kernel(unit="matrix", init="identity")           return annotation = Op.outputs
+        def k0():                                         (`-> (a, b)` for several)
+            for m in range(8):
+                for k in range(64):
+                    if 0 <= m - 1 < 8 and k >= 1:          guards: `lo <= e < hi`,
+                        t0[m] += x[m, k] * wt[k, m]        `e >= lo`, `e < hi`
+
+    @op("aten.permute.default")                           view / gather ops: one line
+    def permute_1(w) -> wt:                               built from Op.call
+        wt = w.permute((1, 0))                            view:   out = in0.NAME(*call[1:], *in[1:])
+    @op("aten.index_select.default", line=3)
+    def index_select_2(w, i) -> t3:
+        t3 = gather.index_select(w, 0, i)                 gather: out = gather.NAME(in0, *call[1:], *in[1:])
+
+Decorator keywords: ``@op(target, line=, id=, kind=, call=, note=)`` (``id=`` only when
+the op id is not an identifier; ``kind=``/``call=`` only when the op is not printable in
+the one-line form) and ``@kernel(unit=, init=, op=, name=)``.
+
+Statements: ``out[i] = e``, ``out[i] += e``, ``out[i] *= e``, ``out[i] = max(out[i], e)``
+(op ``max=``), ``out[i] = min(out[i], e)`` (op ``min=``); ``@kernel(op="=")`` marks a
+plain ``=`` whose right side happens to look like ``max(out[i], e)``.
+
+Expressions: ``t[affine, ...]`` loads; number literals, ``inf``, ``-inf``, ``nan`` are
+constants; ``idx(affine)`` is :class:`Index`; ``a + b``, ``a - b``, ``a * b``, ``a / b``
+(also ``add(a, b)`` ...); any other scalar function is a call ``exp(a)``, ``lt(a, b)``,
+``where(c, a, b)``; the Python keywords ``and``/``or``/``not`` are spelt ``and_``,
+``or_``, ``not_``. For convenience the parser also reads ``-a`` (neg), ``a ** b`` (pow),
+``a // b`` (floordiv), ``a % b`` (remainder), ``a < b`` (lt, ...) and ``a if c else b``.
+'''
+
+from __future__ import annotations
+
+import ast
+import json
+import keyword
+import math
+import textwrap
+from collections.abc import Mapping
+
+from .core import (
+    Affine,
+    Call,
+    Const,
+    Expr,
+    Guard,
+    Index,
+    Kernel,
+    Load,
+    Op,
+    Program,
+    TensorType,
+)
+
+__all__ = [
+    "DTYPE_SHORT",
+    "DTYPE_CANONICAL",
+    "PRELUDE",
+    "IRSyntaxError",
+    "print_kernel",
+    "print_program",
+    "parse_program",
+    "parse_kernel",
+]
+
+DTYPE_SHORT: dict[str, str] = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+    "bool": "bool",
+}
+DTYPE_CANONICAL: dict[str, str] = {v: k for k, v in DTYPE_SHORT.items()}
+
+_INFIX = {"add": ("+", 1), "sub": ("-", 1), "mul": ("*", 2), "div": ("/", 2)}
+_BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
+    ast.Pow: "pow", ast.FloorDiv: "floordiv", ast.Mod: "remainder",
+}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_ATOM = 3
+
+PRELUDE = '''\
+import math as _m
+import numpy as _np
+inf, nan = _m.inf, _m.nan
+class _DType:
+    def __init__(self, name): self.name = name
+    def __getitem__(self, shape): return (self, shape)
+for _n in ("f64 f32 f16 bf16 f8e4m3 f8e5m2 i64 i32 i16 i8 u8 bool").split():
+    globals()[_n] = _DType(_n)
+def program(*a, **k): pass
+def views(d): pass
+def unique(d): pass
+def op(*a, **k): return lambda f: f
+def kernel(*a, **k): return lambda f: f
+class _Gather:
+    def __getattr__(self, name): return lambda *a: None
+gather = _Gather()
+def idx(i): return i
+add, sub, mul = (lambda a, b: a + b), (lambda a, b: a - b), (lambda a, b: a * b)
+div, neg, sign = (lambda a, b: a / b), (lambda a: -a), _np.sign
+floor, ceil, trunc = _np.floor, _np.ceil, _np.trunc
+fmod, remainder, floordiv = _np.fmod, _np.remainder, _np.floor_divide
+exp, exp2, expm1, log, log2, log1p = _np.exp, _np.exp2, _np.expm1, _np.log, _np.log2, _np.log1p
+sqrt, reciprocal = _np.sqrt, _np.reciprocal
+def rsqrt(a): return 1.0 / _np.sqrt(a)
+def sigmoid(a): return 1.0 / (1.0 + _np.exp(-a))
+tanh, sin, cos, tan, atan = _np.tanh, _np.sin, _np.cos, _np.tan, _np.arctan
+erf = _np.vectorize(_m.erf)
+where = _np.where
+eq, ne, lt, le, gt, ge = _np.equal, _np.not_equal, _np.less, _np.less_equal, _np.greater, _np.greater_equal
+and_, or_, not_, xor = _np.logical_and, _np.logical_or, _np.logical_not, _np.logical_xor
+isnan, isinf = _np.isnan, _np.isinf
+cast_f64, cast_f32, cast_f16 = _np.float64, _np.float32, _np.float16
+cast_bf16 = cast_f8 = _np.float32
+cast_i64, cast_i32, cast_i8, cast_u8, cast_bool = _np.int64, _np.int32, _np.int8, _np.uint8, _np.bool_
+'''
+
+
+class IRSyntaxError(ValueError):
+    """Text outside the IR subset; ``lineno`` is the 1-based line (or None)."""
+
+    def __init__(self, msg: str, lineno: int | None = None):
+        self.msg = msg
+        self.lineno = lineno
+        super().__init__(f"line {lineno}: {msg}" if lineno is not None else msg)
+
+
+# ====================================================================== printing
+
+
+def _ident(name: str) -> bool:
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _need_ident(name: str, what: str) -> str:
+    if not _ident(name):
+        raise ValueError(f"cannot print {what} {name!r}: not a Python identifier")
+    return name
+
+
+def _q(s: str) -> str:
+    """A double-quoted Python string literal."""
+    return json.dumps(s)
+
+
+def _fmt_const(v: float) -> str:
+    v = float(v)
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return repr(v)
+
+
+def _fmt_lit(v: object) -> str:
+    """A Python literal for the values an ``Op.call`` may hold."""
+    if isinstance(v, str):
+        return _q(v)
+    if v is None or isinstance(v, (bool, int)):
+        return repr(v)
+    if isinstance(v, float):
+        return _fmt_const(v)
+    if isinstance(v, tuple):
+        if len(v) == 1:
+            return f"({_fmt_lit(v[0])},)"
+        return "(" + ", ".join(_fmt_lit(x) for x in v) + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt_lit(x) for x in v) + "]"
+    raise ValueError(f"cannot print {v!r} as a literal in the IR text form")
+
+
+def _fmt_dtype(dtype: str) -> str:
+    short = DTYPE_SHORT.get(dtype, dtype)
+    return _need_ident(short, "dtype")
+
+
+def _fmt_type(ty: TensorType) -> str:
+    shape = ", ".join(str(s) for s in ty.shape) if ty.shape else "()"
+    return f"{_fmt_dtype(ty.dtype)}[{shape}]"
+
+
+def _fmt_load(ld: Load) -> str:
+    _need_ident(ld.tensor, "tensor name")
+    if not ld.index:
+        return f"{ld.tensor}[()]"
+    return f"{ld.tensor}[{', '.join(str(a) for a in ld.index)}]"
+
+
+def _fn_name(fn: str) -> str:
+    if keyword.iskeyword(fn):
+        return fn + "_"
+    return _need_ident(fn, "scalar function")
+
+
+def _fmt_expr(e: Expr) -> tuple[str, int]:
+    """Text and precedence (1: + -, 2: * /, 3: atom)."""
+    if isinstance(e, Load):
+        return _fmt_load(e), _ATOM
+    if isinstance(e, Const):
+        return _fmt_const(e.value), _ATOM
+    if isinstance(e, Index):
+        return f"idx({e.expr})", _ATOM
+    if isinstance(e, Call):
+        if e.fn in _INFIX and len(e.args) == 2:
+            sym, prec = _INFIX[e.fn]
+            (ls, lp), (rs, rp) = _fmt_expr(e.args[0]), _fmt_expr(e.args[1])
+            if lp < prec:
+                ls = f"({ls})"
+            if rp <= prec:
+                rs = f"({rs})"
+            return f"{ls} {sym} {rs}", prec
+        args = ", ".join(_fmt_expr(a)[0] for a in e.args)
+        return f"{_fn_name(e.fn)}({args})", _ATOM
+    raise ValueError(f"cannot print expression node {e!r}")
+
+
+def _fmt_guard(g: Guard) -> str:
+    if g.lo is not None and g.hi is not None:
+        return f"{g.lo} <= {g.expr} < {g.hi}"
+    if g.lo is not None:
+        return f"{g.expr} >= {g.lo}"
+    if g.hi is not None:
+        return f"{g.expr} < {g.hi}"
+    return f"-inf < {g.expr} < inf"
+
+
+def _ambiguous_assign(k: Kernel) -> bool:
+    """A plain ``=`` whose right side reads like the ``max=``/``min=`` statement form."""
+    e = k.expr
+    return (
+        k.op == "="
+        and isinstance(e, Call)
+        and e.fn in ("max", "min")
+        and len(e.args) == 2
+        and e.args[0] == k.out
+    )
+
+
+def _kernel_lines(k: Kernel) -> list[str]:
+    kw: list[str] = []
+    if k.unit != "vector":
+        kw.append(f"unit={_q(k.unit)}")
+    if k.op != "=" or k.init != "identity":
+        kw.append(f"init={_q(k.init)}")
+    if _ambiguous_assign(k):
+        kw.append('op="="')
+    fname = k.name
+    if not _ident(k.name):
+        kw.append(f"name={_q(k.name)}")
+        fname = "_kernel"
+    lines = [f"@kernel({', '.join(kw)})", f"def {fname}():"]
+    depth = 1
+    for v, ext in k.loops:
+        lines.append("    " * depth + f"for {_need_ident(v, 'loop variable')} in range({ext}):")
+        depth += 1
+    if k.guards:
+        lines.append("    " * depth + "if " + " and ".join(_fmt_guard(g) for g in k.guards) + ":")
+        depth += 1
+    out = _fmt_load(k.out)
+    rhs = _fmt_expr(k.expr)[0]
+    if k.op == "=":
+        stmt = f"{out} = {rhs}"
+    elif k.op in ("+=", "*="):
+        stmt = f"{out} {k.op} {rhs}"
+    elif k.op in ("max=", "min="):
+        stmt = f"{out} = {k.op[:-1]}({out}, {rhs})"
+    else:
+        raise ValueError(f"kernel {k.name!r}: cannot print assignment op {k.op!r}")
+    lines.append("    " * depth + stmt)
+    return lines
+
+
+def print_kernel(k: Kernel, tensors: Mapping[str, TensorType] | None = None) -> str:
+    """The text form of one kernel. With ``tensors``, a leading comment gives the types
+    of the tensors it touches (the parser ignores it)."""
+    lines: list[str] = []
+    if tensors:
+        names = [k.out.tensor] + [t for t in k.inputs() if t != k.out.tensor]
+        decl = [f"{t}: {_fmt_type(tensors[t])}" for t in names if t in tensors]
+        if decl:
+            lines.append("# " + ", ".join(decl))
+    lines += _kernel_lines(k)
+    return "\n".join(lines) + "\n"
+
+
+def _call_line(op: Op) -> str | None:
+    """The one-line body of a view/gather op, or None when the op needs the keyword form."""
+    c = op.call
+    if op.kind not in ("view", "gather") or op.kernels or not op.inputs or not op.outputs:
+        return None
+    if not (isinstance(c, tuple) and c and isinstance(c[0], str) and _ident(c[0])):
+        return None
+    if any(t in ("inf", "nan") for t in op.inputs) or (op.kind == "view" and op.inputs[0] == "gather"):
+        return None
+    try:
+        lits = [_fmt_lit(a) for a in c[1:]]
+    except ValueError:
+        return None
+    rest = list(op.inputs[1:])
+    if op.kind == "view":
+        rhs = f"{op.inputs[0]}.{c[0]}({', '.join(lits + rest)})"
+    else:
+        rhs = f"gather.{c[0]}({', '.join([op.inputs[0]] + lits + rest)})"
+    return f"{', '.join(op.outputs)} = {rhs}"
+
+
+def _op_lines(op: Op) -> list[str]:
+    kw = [_q(op.target)]
+    if op.line is not None:
+        kw.append(f"line={op.line!r}")
+    fname = op.id
+    if not _ident(op.id):
+        kw.append(f"id={_q(op.id)}")
+        fname = "_op"
+    body = _call_line(op)
+    if body is None:
+        if op.kind != "compute":
+            kw.append(f"kind={_q(op.kind)}")
+        if op.call is not None:
+            kw.append(f"call={_fmt_lit(op.call)}")
+    if op.note:
+        kw.append(f"note={_q(op.note)}")
+    for t in op.inputs + op.outputs:
+        _need_ident(t, "tensor name")
+    sig = f"def {fname}({', '.join(op.inputs)})"
+    if len(op.outputs) == 1:
+        sig += f" -> {op.outputs[0]}"
+    elif op.outputs:
+        sig += f" -> ({', '.join(op.outputs)})"
+    lines = [f"@op({', '.join(kw)})", sig + ":"]
+    if body is not None:
+        lines.append("    " + body)
+    elif op.kernels:
+        for k in op.kernels:
+            lines += ["    " + ln for ln in _kernel_lines(k)]
+    else:
+        lines.append("    pass")
+    return lines
+
+
+def print_program(p: Program) -> str:
+    """The text form of a whole program; ``parse_program`` reads it back to an equal object."""
+    roles: dict[str, list[str]] = {}
+    for role in ("inputs", "params", "outputs"):
+        for t in getattr(p, role):
+            roles.setdefault(t, []).append(role[:-1])
+    head = [_q(p.name)]
+    for role in ("inputs", "params", "outputs"):
+        names = getattr(p, role)
+        if names:
+            head.append(f"{role}=[{', '.join(_q(t) for t in names)}]")
+    lines = [
+        f"# solar IR v1 — program {p.name!r}",
+        "from __future__ import annotations",
+        "",
+        f"program({', '.join(head)})",
+        "",
+        "# tensors",
+    ]
+    for t, ty in p.tensors.items():
+        decl = f"{_need_ident(t, 'tensor name')}: {_fmt_type(ty)}"
+        note = list(roles.get(t, []))
+        if t in p.views:
+            note.append(f"view of {p.views[t]}")
+        lines.append(decl + (f"  # {', '.join(note)}" if note else ""))
+    if p.views:
+        lines.append("views({" + ", ".join(f"{_q(k)}: {_q(v)}" for k, v in p.views.items()) + "})")
+    if p.unique:
+        lines.append("unique({" + ", ".join(f"{_q(k)}: {v!r}" for k, v in p.unique.items()) + "})")
+    for op in p.ops:
+        lines.append("")
+        lines += _op_lines(op)
+    return "\n".join(lines) + "\n"
+
+
+# ====================================================================== parsing
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+
+    def err(self, node: ast.AST | None, msg: str) -> IRSyntaxError:
+        return IRSyntaxError(msg, getattr(node, "lineno", None))
+
+    def src(self, node: ast.AST) -> str:
+        seg = ast.get_source_segment(self.text, node)
+        return seg if seg is not None else ast.unparse(node)
+
+    # ---------------------------------------------------------------- literals
+
+    def lit(self, node: ast.AST) -> object:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, type(None))):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in ("inf", "nan"):
+            return math.inf if node.id == "inf" else math.nan
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = self.lit(node.operand)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return -v
+        if isinstance(node, ast.Tuple):
+            return tuple(self.lit(e) for e in node.elts)
+        if isinstance(node, ast.List):
+            return [self.lit(e) for e in node.elts]
+        raise self.err(node, f"expected a literal, got {self.src(node)!r}")
+
+    def int_lit(self, node: ast.AST, what: str) -> int:
+        try:
+            v = self.lit(node)
+        except IRSyntaxError:
+            v = None
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise self.err(node, f"{what} must be an integer literal, got {self.src(node)!r}")
+        return v
+
+    def str_lit(self, node: ast.AST, what: str) -> str:
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            raise self.err(node, f"{what} must be a string literal, got {self.src(node)!r}")
+        return node.value
+
+    def str_list(self, node: ast.AST, what: str) -> list[str]:
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.err(node, f"{what} must be a list of tensor names")
+        return [self.str_lit(e, what) for e in node.elts]
+
+    def keywords(self, call: ast.Call, allowed: tuple[str, ...], what: str) -> dict[str, ast.AST]:
+        out: dict[str, ast.AST] = {}
+        for kw in call.keywords:
+            if kw.arg is None or kw.arg not in allowed:
+                raise self.err(
+                    call, f"{what} takes the keywords {', '.join(allowed)}; got {kw.arg or '**'!r}"
+                )
+            if kw.arg in out:
+                raise self.err(call, f"{what}: keyword {kw.arg!r} given twice")
+            out[kw.arg] = kw.value
+        return out
+
+    # ---------------------------------------------------------------- affine
+
+    def affine(self, node: ast.AST, what: str) -> Affine:
+        """``what`` names the place, with ``{}`` where the offending text goes."""
+        def flat(n: ast.AST) -> tuple[list[tuple[str, int]], int]:
+            if isinstance(n, ast.Name):
+                return [(n.id, 1)], 0
+            if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+                return [], n.value
+            if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
+                t, c = flat(n.operand)
+                if isinstance(n.op, ast.UAdd):
+                    return t, c
+                return [(v, -k) for v, k in t], -c
+            if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub)):
+                lt, lc = flat(n.left)
+                rt, rc = flat(n.right)
+                if isinstance(n.op, ast.Sub):
+                    rt, rc = [(v, -k) for v, k in rt], -rc
+                return lt + rt, lc + rc
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
+                lt, lc = flat(n.left)
+                rt, rc = flat(n.right)
+                if not lt:
+                    return [(v, k * lc) for v, k in rt], rc * lc
+                if not rt:
+                    return [(v, k * rc) for v, k in lt], lc * rc
+            raise ValueError
+
+        try:
+            terms, const = flat(node)
+        except ValueError:
+            raise self.err(
+                node, what.format(repr(self.src(node))) + " is not affine in the loop variables"
+            ) from None
+        return Affine(tuple(terms), const)
+
+    # ---------------------------------------------------------------- expressions
+
+    def load(self, node: ast.AST) -> Load:
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
+            raise self.err(node, f"expected a tensor access `t[i, ...]`, got {self.src(node)!r}")
+        name = node.value.id
+        sl = node.slice
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        for e in elts:
+            if isinstance(e, (ast.Slice, ast.Starred)):
+                raise self.err(e, f"slices are not allowed in index {self.src(e)!r} of {name!r}")
+        return Load(name, tuple(self.affine(e, "index {} of " + repr(name)) for e in elts))
+
+    def expr(self, node: ast.AST) -> Expr:
+        if isinstance(node, ast.Subscript):
+            return self.load(node)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                return Const(float(node.value))
+            raise self.err(node, f"constant {self.src(node)!r} is not a number")
+        if isinstance(node, ast.Name):
+            if node.id in ("inf", "nan"):
+                return Const(math.inf if node.id == "inf" else math.nan)
+            raise self.err(
+                node,
+                f"bare name {node.id!r} in an expression; use t[...] for a tensor "
+                f"or idx({node.id}) for a loop index",
+            )
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.USub):
+                inner = node.operand
+                if (isinstance(inner, ast.Constant) and isinstance(inner.value, (int, float))
+                        and not isinstance(inner.value, bool)) or (
+                        isinstance(inner, ast.Name) and inner.id in ("inf", "nan")):
+                    v = -self.expr(inner).value
+                    return Const(math.nan if math.isnan(v) else v)
+                return Call("neg", (self.expr(inner),))
+            raise self.err(node, f"unary operator in {self.src(node)!r} is not in the IR (use not_(...))")
+        if isinstance(node, ast.BinOp):
+            fn = _BINOPS.get(type(node.op))
+            if fn is None:
+                raise self.err(node, f"operator in {self.src(node)!r} is not in the IR")
+            return Call(fn, (self.expr(node.left), self.expr(node.right)))
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise self.err(node, f"chained comparison {self.src(node)!r} in an expression")
+            fn = _CMPOPS.get(type(node.ops[0]))
+            if fn is None:
+                raise self.err(node, f"comparison in {self.src(node)!r} is not in the IR")
+            return Call(fn, (self.expr(node.left), self.expr(node.comparators[0])))
+        if isinstance(node, ast.IfExp):
+            return Call("where", (self.expr(node.test), self.expr(node.body), self.expr(node.orelse)))
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                raise self.err(node, f"call {self.src(node)!r}: only plain scalar function names")
+            if node.keywords:
+                raise self.err(node, f"call {self.src(node)!r}: keyword arguments are not allowed")
+            if any(isinstance(a, ast.Starred) for a in node.args):
+                raise self.err(node, f"call {self.src(node)!r}: *args are not allowed")
+            fn = node.func.id
+            if fn == "idx":
+                if len(node.args) != 1:
+                    raise self.err(node, "idx(...) takes exactly one affine expression")
+                return Index(self.affine(node.args[0], "idx argument {}"))
+            if fn.endswith("_") and keyword.iskeyword(fn[:-1]):
+                fn = fn[:-1]
+            return Call(fn, tuple(self.expr(a) for a in node.args))
+        if isinstance(node, ast.BoolOp):
+            raise self.err(node, f"{self.src(node)!r}: use and_(a, b) / or_(a, b) in expressions")
+        raise self.err(node, f"expression {self.src(node)!r} is outside the IR subset")
+
+    # ---------------------------------------------------------------- guards
+
+    def bound(self, node: ast.AST, inf_sign: int) -> int | None:
+        """An integer bound, or None for ``inf`` of the given sign."""
+        v = None
+        try:
+            v = self.lit(node)
+        except IRSyntaxError:
+            pass
+        if isinstance(v, float) and math.isinf(v) and (v > 0) == (inf_sign > 0):
+            return None
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise self.err(node, f"guard bound must be an integer literal, got {self.src(node)!r}")
+        return v
+
+    def guards(self, node: ast.AST) -> list[Guard]:
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            out: list[Guard] = []
+            for v in node.values:
+                out += self.guards(v)
+            return out
+        if not isinstance(node, ast.Compare):
+            raise self.err(node, f"guard {self.src(node)!r} must be a comparison like `0 <= e < n`")
+        ops = [type(o) for o in node.ops]
+        if len(ops) == 2:
+            lo_n, e_n, hi_n = node.left, node.comparators[0], node.comparators[1]
+            if ops[0] not in (ast.Lt, ast.LtE) or ops[1] not in (ast.Lt, ast.LtE):
+                raise self.err(node, f"guard {self.src(node)!r} must read `lo <= e < hi`")
+            lo = self.bound(lo_n, -1)
+            hi = self.bound(hi_n, +1)
+            if lo is not None and ops[0] is ast.Lt:
+                lo += 1
+            if hi is not None and ops[1] is ast.LtE:
+                hi += 1
+            return [Guard(self.affine(e_n, "guard expression {}"), lo, hi)]
+        if len(ops) == 1:
+            left, right, o = node.left, node.comparators[0], ops[0]
+            if o in (ast.GtE, ast.Gt, ast.Lt, ast.LtE):
+                # `e >= lo`, `e > lo`, `e < hi`, `e <= hi`; the expression is on the left
+                e = self.affine(left, "guard expression {}")
+                if o is ast.GtE:
+                    return [Guard(e, self.bound(right, -1), None)]
+                if o is ast.Gt:
+                    b = self.bound(right, -1)
+                    return [Guard(e, None if b is None else b + 1, None)]
+                if o is ast.Lt:
+                    return [Guard(e, None, self.bound(right, +1))]
+                b = self.bound(right, +1)
+                return [Guard(e, None, None if b is None else b + 1)]
+        raise self.err(node, f"guard {self.src(node)!r} must read `lo <= e < hi`, `e >= lo` or `e < hi`")
+
+    # ---------------------------------------------------------------- kernels
+
+    def kernel(self, fn: ast.FunctionDef) -> Kernel:
+        if len(fn.decorator_list) != 1:
+            raise self.err(fn, f"kernel {fn.name!r} needs exactly one @kernel(...) decorator")
+        deco = fn.decorator_list[0]
+        kw: dict[str, ast.AST] = {}
+        if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "kernel":
+            if deco.args:
+                raise self.err(deco, "@kernel takes keyword arguments only")
+            kw = self.keywords(deco, ("unit", "init", "op", "name"), "@kernel")
+        elif not (isinstance(deco, ast.Name) and deco.id == "kernel"):
+            raise self.err(deco, f"{fn.name!r}: expected @kernel(...), got @{self.src(deco)}")
+        name = self.str_lit(kw["name"], "kernel name") if "name" in kw else fn.name
+        unit = self.str_lit(kw["unit"], "unit") if "unit" in kw else "vector"
+        init = self.str_lit(kw["init"], "init") if "init" in kw else "identity"
+        op_kw = self.str_lit(kw["op"], "op") if "op" in kw else None
+        a = fn.args
+        if a.args or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or fn.returns:
+            raise self.err(fn, f"kernel {name!r} must be declared `def {fn.name}():`")
+        try:
+            return self._kernel_body(fn, name, unit, init, op_kw)
+        except IRSyntaxError as e:
+            if e.msg.startswith("kernel "):
+                raise
+            raise IRSyntaxError(f"kernel {name!r}: {e.msg}", e.lineno) from None
+
+    def _single(self, body: list[ast.stmt], where: str) -> ast.stmt:
+        if len(body) != 1:
+            node = body[1] if len(body) > 1 else None
+            raise self.err(node, f"{where} must hold exactly one statement (a perfect loop nest)")
+        return body[0]
+
+    def _kernel_body(self, fn: ast.FunctionDef, name: str, unit: str, init: str, op_kw: str | None) -> Kernel:
+        stmt = self._single(fn.body, "a kernel body")
+        loops: list[tuple[str, int]] = []
+        while isinstance(stmt, ast.For):
+            if stmt.orelse:
+                raise self.err(stmt, "for-else is not allowed")
+            if not isinstance(stmt.target, ast.Name):
+                raise self.err(stmt, "loop target must be a single name")
+            it = stmt.iter
+            if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                    and len(it.args) == 1 and not it.keywords):
+                raise self.err(stmt, f"loops must read `for {stmt.target.id} in range(N):`")
+            loops.append((stmt.target.id, self.int_lit(it.args[0], "loop extent")))
+            stmt = self._single(stmt.body, f"loop {stmt.target.id!r}")
+        guards: list[Guard] = []
+        while isinstance(stmt, ast.If):
+            if stmt.orelse:
+                raise self.err(stmt, "guards cannot have an else branch")
+            guards += self.guards(stmt.test)
+            stmt = self._single(stmt.body, "a guard")
+        op, out, expr = self._statement(stmt, op_kw)
+        return Kernel(name, tuple(loops), out, op, expr, tuple(guards), init, unit)
+
+    def _statement(self, stmt: ast.stmt, op_kw: str | None) -> tuple[str, Load, Expr]:
+        if isinstance(stmt, ast.AugAssign):
+            op = {ast.Add: "+=", ast.Mult: "*="}.get(type(stmt.op))
+            if op is None:
+                raise self.err(stmt, "only `+=` and `*=` augmented assignments are in the IR")
+            if op_kw is not None and op_kw != op:
+                raise self.err(stmt, f"@kernel(op={op_kw!r}) does not match the statement `{op}`")
+            return op, self.load(stmt.target), self.expr(stmt.value)
+        if isinstance(stmt, ast.Assign):
+            if len(stmt.targets) != 1:
+                raise self.err(stmt, "chained assignment is not allowed")
+            out = self.load(stmt.targets[0])
+            v = stmt.value
+            if (op_kw != "=" and isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                    and v.func.id in ("max", "min") and len(v.args) == 2 and not v.keywords
+                    and isinstance(v.args[0], ast.Subscript)):
+                first = self.expr(v.args[0])
+                if first == out:
+                    op = v.func.id + "="
+                    if op_kw is not None and op_kw != op:
+                        raise self.err(stmt, f"@kernel(op={op_kw!r}) does not match `{op}`")
+                    return op, out, self.expr(v.args[1])
+            if op_kw not in (None, "="):
+                raise self.err(stmt, f"@kernel(op={op_kw!r}) does not match the statement")
+            return "=", out, self.expr(v)
+        raise self.err(stmt, f"statement {self.src(stmt)!r} is not an IR assignment")
+
+    # ---------------------------------------------------------------- ops
+
+    def op(self, fn: ast.FunctionDef) -> Op:
+        if len(fn.decorator_list) != 1:
+            raise self.err(fn, f"{fn.name!r} needs exactly one @op(...) decorator")
+        deco = fn.decorator_list[0]
+        if not (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "op"):
+            raise self.err(deco, f"{fn.name!r}: expected @op(target, ...)")
+        if len(deco.args) != 1:
+            raise self.err(deco, "@op takes the target string as its only positional argument")
+        target = self.str_lit(deco.args[0], "op target")
+        kw = self.keywords(deco, ("line", "id", "kind", "call", "note"), "@op")
+        line = None
+        if "line" in kw:
+            lv = self.lit(kw["line"])
+            if lv is not None and (not isinstance(lv, int) or isinstance(lv, bool)):
+                raise self.err(deco, "line= must be an int or None")
+            line = lv
+        op_id = self.str_lit(kw["id"], "op id") if "id" in kw else fn.name
+        kind = self.str_lit(kw["kind"], "kind") if "kind" in kw else None
+        call = self.lit(kw["call"]) if "call" in kw else None
+        note = self.str_lit(kw["note"], "note") if "note" in kw else ""
+        a = fn.args
+        if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults:
+            raise self.err(fn, f"op {op_id!r}: parameters must be plain input tensor names")
+        inputs = [x.arg for x in a.args]
+        if any(x.annotation is not None for x in a.args):
+            raise self.err(fn, f"op {op_id!r}: parameters take no annotations")
+        outputs: list[str] = []
+        r = fn.returns
+        if r is not None:
+            elts = r.elts if isinstance(r, ast.Tuple) else [r]
+            for e in elts:
+                if not isinstance(e, ast.Name):
+                    raise self.err(r, f"op {op_id!r}: `-> ...` must name the output tensors")
+                outputs.append(e.id)
+        kernels: list[Kernel] = []
+        body = fn.body
+        if len(body) == 1 and isinstance(body[0], ast.Pass):
+            pass
+        elif len(body) == 1 and isinstance(body[0], ast.Assign):
+            if kind is not None or call is not None:
+                raise self.err(body[0], f"op {op_id!r}: give either kind=/call= or a call line, not both")
+            kind, call = self._call_line(body[0], op_id, inputs, outputs)
+        else:
+            for st in body:
+                if not isinstance(st, ast.FunctionDef):
+                    raise self.err(st, f"op {op_id!r}: an op body holds @kernel functions, "
+                                       "one view/gather line, or `pass`")
+                kernels.append(self.kernel(st))
+        return Op(op_id, target, line, inputs, outputs, kernels, kind or "compute", call, note)
+
+    def _call_line(self, st: ast.Assign, op_id: str, inputs: list[str], outputs: list[str]):
+        if len(st.targets) != 1:
+            raise self.err(st, "chained assignment is not allowed")
+        t = st.targets[0]
+        tnames = t.elts if isinstance(t, ast.Tuple) else [t]
+        if not all(isinstance(x, ast.Name) for x in tnames):
+            raise self.err(st, f"op {op_id!r}: the call line assigns to tensor names")
+        if [x.id for x in tnames] != outputs:
+            raise self.err(st, f"op {op_id!r}: the call line must assign exactly the op outputs {outputs}")
+        v = st.value
+        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                and isinstance(v.func.value, ast.Name) and not v.keywords):
+            raise self.err(st, f"op {op_id!r}: expected `out = x.method(...)` or `out = gather.fn(...)`")
+        recv, method = v.func.value.id, v.func.attr
+        kind = "gather" if recv == "gather" else "view"
+        tensors = [] if kind == "gather" else [recv]
+        lits: list[object] = []
+        for arg in v.args:
+            if isinstance(arg, ast.Name) and arg.id not in ("inf", "nan"):
+                tensors.append(arg.id)
+            else:
+                lits.append(self.lit(arg))
+        if tensors != inputs:
+            raise self.err(st, f"op {op_id!r}: the call line reads {tensors}, but the op inputs are {inputs}")
+        return kind, (method, *lits)
+
+    # ---------------------------------------------------------------- program
+
+    def tensor_type(self, node: ast.AST, name: str) -> TensorType:
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
+            raise self.err(node, f"tensor {name!r}: type must read like `f32[8, 64]`")
+        dt = node.value.id
+        dtype = DTYPE_CANONICAL.get(dt, dt)
+        sl = node.slice
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        shape = tuple(self.int_lit(e, f"dimension of {name!r}") for e in elts)
+        return TensorType(shape, dtype)
+
+    def program(self, mod: ast.Module) -> Program:
+        prog: Program | None = None
+        tensors: dict[str, TensorType] = {}
+        views: dict[str, str] = {}
+        unique: dict[str, int] = {}
+        ops: list[Op] = []
+        for st in mod.body:
+            if isinstance(st, ast.ImportFrom) and st.module == "__future__":
+                continue
+            if isinstance(st, ast.AnnAssign):
+                if not isinstance(st.target, ast.Name) or st.value is not None:
+                    raise self.err(st, "tensor declarations read `name: f32[8, 64]`")
+                name = st.target.id
+                if name in tensors:
+                    raise self.err(st, f"tensor {name!r} is declared twice")
+                tensors[name] = self.tensor_type(st.annotation, name)
+                continue
+            if isinstance(st, ast.FunctionDef):
+                ops.append(self.op(st))
+                continue
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name):
+                c, fname = st.value, st.value.func.id
+                if fname == "program":
+                    if prog is not None:
+                        raise self.err(st, "program(...) given twice")
+                    if len(c.args) != 1:
+                        raise self.err(st, "program(...) takes the program name as its only positional argument")
+                    kw = self.keywords(c, ("inputs", "params", "outputs"), "program(...)")
+                    prog = Program(self.str_lit(c.args[0], "program name"))
+                    for role in ("inputs", "params", "outputs"):
+                        if role in kw:
+                            setattr(prog, role, self.str_list(kw[role], role))
+                    continue
+                if fname in ("views", "unique"):
+                    if len(c.args) != 1 or c.keywords or not isinstance(c.args[0], ast.Dict):
+                        raise self.err(st, f"{fname}(...) takes one dict literal")
+                    d = c.args[0]
+                    for kn, vn in zip(d.keys, d.values):
+                        if kn is None:
+                            raise self.err(st, f"{fname}(...): ** is not allowed")
+                        key = self.str_lit(kn, f"{fname} key")
+                        if fname == "views":
+                            views[key] = self.str_lit(vn, "view base")
+                        else:
+                            unique[key] = self.int_lit(vn, "unique count")
+                    continue
+            raise self.err(st, f"statement {self.src(st).splitlines()[0]!r} is outside the IR subset")
+        if prog is None:
+            raise IRSyntaxError("missing the program(...) header", 1)
+        prog.tensors, prog.views, prog.unique, prog.ops = tensors, views, unique, ops
+        return prog
+
+
+def _parse_module(text: str) -> ast.Module:
+    try:
+        return ast.parse(text)
+    except SyntaxError as e:
+        raise IRSyntaxError(f"Python syntax error: {e.msg}", e.lineno) from None
+
+
+def parse_program(text: str) -> Program:
+    """Parse the text form of a program (see the module docstring for the grammar)."""
+    return _Parser(text).program(_parse_module(text))
+
+
+def parse_kernel(text: str) -> Kernel:
+    """Parse one ``@kernel(...) def name(): for ...`` block (comments allowed)."""
+    text = textwrap.dedent(text)
+    mod = _parse_module(text)
+    parser = _Parser(text)
+    defs = [s for s in mod.body if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
+    if len(defs) != 1 or not isinstance(defs[0], ast.FunctionDef):
+        node = defs[1] if len(defs) > 1 else (defs[0] if defs else None)
+        raise parser.err(node, "expected exactly one `@kernel(...) def name(): ...` block")
+    return parser.kernel(defs[0])

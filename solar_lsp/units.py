@@ -1,0 +1,70 @@
+"""Human units for FLOPs, bytes and times, and parsing of latency targets."""
+
+from __future__ import annotations
+
+import re
+
+
+def _scaled(value: float, unit: str, base: float = 1000.0) -> str:
+    prefixes = ["", "K", "M", "G", "T", "P", "E"]
+    v = float(value)
+    i = 0
+    while abs(v) >= base and i < len(prefixes) - 1:
+        v /= base
+        i += 1
+    digits = 0 if (i == 0 or abs(v) >= 100) else (1 if abs(v) >= 10 else 2)
+    return f"{v:.{digits}f} {prefixes[i]}{unit}"
+
+
+def flops(n: float) -> str:
+    return _scaled(n, "FLOP")
+
+
+def nbytes(n: float) -> str:
+    return _scaled(n, "B")
+
+
+def rate(n: float, unit: str) -> str:
+    return _scaled(n, unit)
+
+
+def seconds(t: float | None) -> str:
+    if t is None:
+        return "—"
+    if t == 0:
+        return "0 s"
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if t >= scale:
+            v = t / scale
+            return f"{v:.3g} {unit}"
+    return f"{t / 1e-12:.3g} ps"
+
+
+_LAT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e-?\d+)?)\s*(s|ms|us|µs|ns)?\s*$", re.I)
+
+
+def parse_latency(text: str) -> float:
+    """'2ms' / '500us' / '0.002' (seconds) -> seconds."""
+    m = _LAT.match(text)
+    if not m:
+        raise ValueError(f"cannot read latency {text!r}; write e.g. 2ms, 500us or 0.002")
+    v = float(m.group(1))
+    unit = (m.group(2) or "s").lower()
+    return v * {"s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}[unit]
+
+
+def parse_hz(text: str) -> float:
+    """'500' / '500Hz' / '2kHz' -> period in seconds."""
+    m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*(hz|khz|mhz)?\s*$", text, re.I)
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"cannot read frequency {text!r}; write e.g. 500 or 2kHz")
+    f = float(m.group(1)) * {"hz": 1, "khz": 1e3, "mhz": 1e6}[(m.group(2) or "hz").lower()]
+    return 1.0 / f
+
+
+def parse_size(text: str) -> int:
+    m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*(b|kb|mb|gb|tb|kib|mib|gib)?\s*$", text, re.I)
+    if not m:
+        raise ValueError(f"cannot read size {text!r}; write e.g. 2GB or 512MiB")
+    mult = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+    return int(float(m.group(1)) * mult[(m.group(2) or "b").lower()])

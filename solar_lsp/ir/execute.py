@@ -507,7 +507,8 @@ def _fallback(k: Kernel, plan: _Plan, reason: str) -> None:
 def _f64(a) -> np.ndarray:
     if hasattr(a, "detach"):  # torch tensor
         a = a.detach().cpu().double().numpy()
-    return np.ascontiguousarray(a, dtype=np.float64)
+    # np.ascontiguousarray would turn a 0-d array into 1-d
+    return np.array(a, dtype=np.float64, order="C", copy=None)
 
 
 def _prepare(k: Kernel, arrays: dict[str, np.ndarray]):

@@ -1,5 +1,4 @@
 """Plain functions analyzed through shape pragmas (no Model class needed)."""
-import torch
 import torch.nn.functional as F
 
 

@@ -257,7 +257,8 @@ def _ok(err: np.ndarray, ref: np.ndarray, scale: np.ndarray, dt: str, red: int) 
     if dt == "exact":
         return err <= 0.5
     rtol = RTOL.get(dt, 2e-5) * max(1.0, math.sqrt(red))
-    return (err <= rtol * (scale + np.abs(ref)) + rtol * 1e-3) | (np.isnan(ref) & np.isnan(err))
+    scale = np.nan_to_num(scale, nan=0.0, posinf=0.0)
+    return (err <= rtol * (scale + np.nan_to_num(np.abs(ref), posinf=0.0)) + rtol * 1e-3) | (err == 0)
 
 
 def _compare_points(tensor: str, pos: np.ndarray, vals: np.ndarray, mags: np.ndarray,

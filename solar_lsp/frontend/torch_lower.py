@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ..ir.core import Affine, Const, Expr, Guard, Index, Kernel, Load, Op, Program, TensorType, call
+from ..ir.validate import IRValidationError, validate_kernel
 from . import builders as B
 from .torch_trace import Traced
 
@@ -458,7 +459,11 @@ def _reduce(c: Ctx, a: tuple, kw: dict) -> None:
         c.emit(B.reduce(name, x, xs, dims, True, m, "max="))
         c.emit(B.reduce(c.name("red"), x, xs, dims, True, s, "+=",
                         pre=lambda v, mm: call("exp", call("sub", v, mm)), extra=[(m, ks)]))
-        c.ew(lambda mm, ss: call("add", mm, call("log", ss)), _node_for(c, m), _node_for(c, s))
+        rs = c.out_shape
+        vs = B.ivars(len(rs))
+        ki = _reduced_to_keep(vs, xs, dims, keep)
+        c.emit(Kernel(c.name("lse"), tuple(zip(vs, rs)), Load(out, B.plain(vs)), "=",
+                      call("add", Load(m, ki), call("log", Load(s, ki)))))
     else:  # vector norm
         if ordp == 2:
             s = c.tmp(c.out_shape)
@@ -857,6 +862,28 @@ def _batch_norm(c: Ctx, a: tuple, kw: dict) -> None:
     c.emit(Kernel(c.name("bn"), tuple(zip(vs, xs)), Load(out, B.plain(vs)), "=", body))
 
 
+@lowers("aten.instance_norm.default")
+def _instance_norm(c: Ctx, a: tuple, kw: dict) -> None:
+    x = c.t(a[0])
+    xs = c.shape(x)
+    w, b, rm, rv, use_stats, eps = a[1], a[2], a[3], a[4], bool(a[5]), float(a[7])
+    wt = (c.t(w), c.shape(c.t(w))) if w is not None else None
+    bt = (c.t(b), c.shape(c.t(b))) if b is not None else None
+    if not use_stats and rm is not None:
+        vs = B.ivars(len(xs))
+        ch = (Affine.var(vs[1]),)
+        body: Expr = call("mul", call("sub", Load(x, B.plain(vs)), Load(c.t(rm), ch)),
+                          call("rsqrt", call("add", Load(c.t(rv), ch), eps)))
+        if wt:
+            body = call("mul", body, Load(wt[0], ch))
+        if bt:
+            body = call("add", body, Load(bt[0], ch))
+        c.emit(Kernel(c.name("in"), tuple(zip(vs, xs)), Load(c.out, B.plain(vs)), "=", body))
+        return
+    c.emit(*B.normalize(c.name("in"), x, xs, list(range(2, len(xs))), c.out, c.tmp, eps, wt, bt,
+                        affine_dims=[1]))
+
+
 @lowers("aten.group_norm.default", "aten.native_group_norm.default")
 def _group_norm(c: Ctx, a: tuple, kw: dict) -> None:
     x = c.t(a[0])
@@ -1147,7 +1174,7 @@ def _lower_node(lw: LowerState, node: Any) -> None:
             lw.env[node.name] = None
         return
     name = str(target)
-    if name.startswith("aten.sym_") or name == "aten._assert_scalar.default":
+    if name.startswith("aten.sym_") or name.startswith("aten._assert"):
         lw.env[node.name] = None
         return
     if name in ("aten.split_with_sizes.default", "aten.split.Tensor", "aten.unbind.int",
@@ -1171,6 +1198,12 @@ def _lower_node(lw: LowerState, node: Any) -> None:
     for o in lw.out_names(node):
         if o is not None and o not in c.outputs and c.kind in ("view", "gather", "alloc"):
             c.outputs.append(o)
+    try:
+        for k in c.kernels:
+            validate_kernel(k, lw.program.tensors)
+    except IRValidationError as exc:  # a lowering bug: report it, keep the rest of the entry
+        lw.unsupported.append(UnsupportedOp(name, line, f"lowering produced invalid IR: {exc}"))
+        return
     op = Op(id=node.name, target=name, line=line, inputs=c.inputs, outputs=c.outputs,
             kernels=c.kernels, kind=c.kind, call=c.call)
     if c.kind == "view":

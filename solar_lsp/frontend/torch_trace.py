@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import logging
 import os
 import re
 import sys
@@ -183,6 +184,9 @@ def _decomp_table() -> dict:
     return table
 
 
+# torch logs a traceback for every failed meta kernel; the entry's error says it once
+logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
+
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
@@ -202,7 +206,8 @@ def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:
     model, inputs = build(module, entry, path, "meta")
     tensor_inputs = tuple(inputs)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        # tensors the forward creates (torch.zeros(...)) must be meta too
+        with contextlib.redirect_stdout(io.StringIO()), torch.device("meta"):
             ep = torch.export.export(model, tensor_inputs, strict=False)
             ep = ep.run_decompositions(_decomp_table())
     except Exception as exc:

@@ -7,6 +7,7 @@ never dropped: it is listed in ``unsupported`` with its line and reason.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from collections.abc import Callable
@@ -437,23 +438,24 @@ def _reduce(c: Ctx, a: tuple, kw: dict) -> None:
         dims, keep = list(range(len(xs))), False
     out = c.out
     name = c.name("red")
-    if "sum" in t:
+    t = t.split(".")[1]  # the op's base name: "sum", "logsumexp", ...
+    if t == "sum":
         c.emit(B.reduce(name, x, xs, dims, keep, out, "+="))
-    elif "mean" in t:
+    elif t == "mean":
         s = c.tmp(c.out_shape)
         c.emit(B.reduce(name, x, xs, dims, keep, s, "+="))
         c.ew(lambda v: call("div", v, float(_numel(xs, dims))), _node_for(c, s))
-    elif "amax" in t:
+    elif t == "amax":
         c.emit(B.reduce(name, x, xs, dims, keep, out, "max="))
-    elif "amin" in t:
+    elif t == "amin":
         c.emit(B.reduce(name, x, xs, dims, keep, out, "min="))
-    elif "prod" in t:
+    elif t == "prod":
         c.emit(B.reduce(name, x, xs, dims, keep, out, "*="))
-    elif "any" in t:
+    elif t == "any":
         c.emit(B.reduce(name, x, xs, dims, keep, out, "max=", pre=lambda v: call("ne", v, 0.0)))
-    elif "all" in t:
+    elif t == "all":
         c.emit(B.reduce(name, x, xs, dims, keep, out, "min=", pre=lambda v: call("ne", v, 0.0)))
-    elif "logsumexp" in t:
+    elif t == "logsumexp":
         ks = tuple(1 if d in dims else s for d, s in enumerate(xs))
         m, s = c.tmp(ks), c.tmp(ks)
         c.emit(B.reduce(name, x, xs, dims, True, m, "max="))
@@ -593,8 +595,9 @@ def _matmul_into(c: Ctx, x: str, xs: Shape, y: str, ys: Shape, out: str, os_: Sh
     xr, yr = len(xs), len(ys)
     ext: dict[str, int] = {"k": xs[-1]}
     if xr == 1 and yr == 1:
-        c.emit(B.contraction(c.name("mm"), out, [], x, [Affine.var("k")], y, [Affine.var("k")], ext,
-                             init=init, out_idx=()))
+        c.emit(dataclasses.replace(B.contraction(c.name("dot"), out, [], x, [Affine.var("k")], y,
+                                                 [Affine.var("k")], ext, init=init, out_idx=()),
+                                   unit="vector"))
         return
     batch = os_[:-2] if (xr > 1 and yr > 1) else (os_[:-1] if xr > 1 else os_[:-1])
     nb = max(xr, yr) - 2 if (xr > 1 and yr > 1) else max(xr, yr) - 2
@@ -620,7 +623,11 @@ def _matmul_into(c: Ctx, x: str, xs: Shape, y: str, ys: Shape, out: str, os_: Sh
     else:
         yi = [Affine.var("k")]
     del batch
-    c.emit(B.contraction(c.name("mm"), out, out_vars, x, xi, y, yi, ext, init=init))
+    k = B.contraction(c.name("mm"), out, out_vars, x, xi, y, yi, ext, init=init)
+    if yr == 1 or (xr == 1 and yr == 2):
+        # torch runs these as mv (GEMV): CUDA cores, not tensor cores (nor FlopCounterMode)
+        k = dataclasses.replace(k, unit="vector")
+    c.emit(k)
 
 
 @lowers("aten.addmm.default", "aten.baddbmm.default", "aten.addmv.default")

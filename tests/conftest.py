@@ -1,0 +1,89 @@
+"""Shared helpers of the pipeline, CLI and bad-input tests."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODELS = ROOT / "tests" / "models"
+EXAMPLES = ROOT / "examples"
+
+
+def model_path(name: str) -> str:
+    return str(MODELS / name)
+
+
+def example_path(name: str) -> str:
+    return str(EXAMPLES / name)
+
+
+@functools.lru_cache(maxsize=None)
+def analyzed(path: str, verify: bool = False, hw: tuple[str, ...] = ("h100-sxm",),
+             target_s: float | None = None):
+    """analyze_file once per (path, options) and test session; callers must not mutate."""
+    from solar_lsp.analyze import Config, analyze_file
+
+    return analyze_file(path, Config(hw=list(hw), verify=verify, target_s=target_s))
+
+
+def only_entry(report):
+    assert report.error is None, report.error
+    assert len(report.entries) == 1, [e.name for e in report.entries]
+    return report.entries[0]
+
+
+def line_of(path: str, text: str) -> int:
+    """1-based number of the only line of ``path`` that contains ``text``."""
+    hits = [i for i, ln in enumerate(pathlib.Path(path).read_text().splitlines(), 1) if text in ln]
+    assert len(hits) == 1, (text, hits)
+    return hits[0]
+
+
+def write(tmp_path: pathlib.Path, name: str, source: str) -> str:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(source).lstrip("\n"))
+    return str(p)
+
+
+def run_solar(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m solar_lsp.cli ARGS`` in a fresh interpreter, from the repository root."""
+    env = dict(os.environ, COLUMNS="160")
+    return subprocess.run([sys.executable, "-m", "solar_lsp.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capfd):
+    """Run ``solar_lsp.cli.main(argv)`` in-process; returns exit code and captured output."""
+    from solar_lsp.cli import main
+
+    def run(*argv: str) -> CliResult:
+        capfd.readouterr()
+        code = main(list(argv))
+        out, err = capfd.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def h100():
+    from solar_lsp.hardware import load_chip
+
+    return load_chip("h100-sxm")

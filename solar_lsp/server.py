@@ -80,10 +80,17 @@ async def analyze(uri: str, path: str) -> None:
         for u in e.get("unsupported", []):
             problems.append(((u.get("line") or e["line"]) - 1, f"solar: {u['op']} has no lowering: {u['reason']}"))
     _diagnose(uri, problems)
-    try:
-        await server.workspace_inlay_hint_refresh_async(None)
-    except Exception:  # the client may not support refresh; hints come on the next request
-        pass
+    if _client_refreshes():
+        try:
+            await server.workspace_inlay_hint_refresh_async(None)
+        except Exception:  # a client that fails the refresh still gets hints on its next request
+            pass
+
+
+def _client_refreshes() -> bool:
+    caps = server.client_capabilities
+    ws = caps.workspace if caps else None
+    return bool(ws and ws.inlay_hint and ws.inlay_hint.refresh_support)
 
 
 def _diagnose(uri: str, problems: list[tuple[int, str]]) -> None:

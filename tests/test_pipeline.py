@@ -145,7 +145,7 @@ def test_sdpa_fp16(h100):
     scores = b * hh * s * s
     assert scores <= e.totals["transcendentals"] <= 2 * scores
     assert e.totals["vector_flops"] <= 10 * scores
-    assert 10 * scores / h100.peak("vector", "fp16") < t_matrix
+    assert 10 * scores / h100.peak("vector", "fp32") < t_matrix  # the slower vector peak
     assert 2 * scores / h100.peak("sfu", "fp32") < t_matrix
     check_totals(e, macs=macs, tensor_flops=2 * macs, bytes_unfused=nbytes, bytes_fused=nbytes,
                  t_unfused=t, t_fused=t)

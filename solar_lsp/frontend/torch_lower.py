@@ -793,7 +793,7 @@ def _sdpa(c: Ctx, a: tuple, kw: dict) -> None:
     if causal:
         body = call("where", call("le", Index(Affine.var(sv[-1])), Index(Affine.var(sv[-2]))), body, float("-inf"))
     c.emit(Kernel(c.name("scale"), tuple(zip(sv, sshape)), Load(logits, B.plain(sv)), "=", body))
-    p = c.tmp(sshape)
+    p = c.tmp(sshape, c.dtype(q))  # P·V runs at the inputs' precision
     c.emit(*B.softmax(c.name("sm"), logits, sshape, -1, p, c.tmp))
     c.emit(B.contraction(c.name("pv"), c.out, so + ["i", "e"], p, s_idx,
                          v, kh + (Affine.var("j"), Affine.var("e")), ext,

@@ -7,7 +7,6 @@ import asyncio
 import pathlib
 import sys
 
-import pytest
 import pytest_lsp
 from lsprotocol import types as T
 from pytest_lsp import ClientServerConfig, LanguageClient

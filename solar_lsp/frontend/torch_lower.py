@@ -704,7 +704,7 @@ def _einsum(c: Ctx, a: tuple, kw: dict) -> None:
         last = i == len(ops) - 1
         later = set("".join(terms[i + 1:])) | set(rhs)
         out_t = rhs if last else "".join(ch for ch in dict.fromkeys(cur_t + nt) if ch in later)
-        out = c.out if last else c.tmp(tuple(ext[ch] for ch in out_t))
+        out = c.out if last else c.tmp(tuple(ext[ch] for ch in out_t), c.dtype(c.out))
         c.emit(B.contraction(c.name("ein"), out, list(out_t), cur, idx(cur_t, cur_s), nxt, idx(nt, ns), ext))
         cur, cur_t, cur_s = out, out_t, tuple(ext[ch] for ch in out_t)
 

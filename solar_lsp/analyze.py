@@ -58,7 +58,8 @@ def analyze_file(path: str, config: Config | None = None, chips: list[Chip] | No
     module = None
     import_error = None
     t1 = time.perf_counter()
-    from .frontend.torch_trace import EntryError, load_module
+    from .frontend.torch_trace import EntryError, load_module, warm_up
+    warm_up()
     try:
         module = load_module(path)
     except EntryError as exc:

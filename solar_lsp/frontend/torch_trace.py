@@ -54,6 +54,12 @@ class Traced:
 _MODULE_COUNTER = [0]
 
 
+def warm_up() -> None:
+    """Import torch.export's tracing machinery (about 1 s, once per process) so that it is
+    counted as import time, not as the first entry's trace time; workers call it at start."""
+    import torch.export._trace  # noqa: F401
+
+
 def load_module(path: str) -> types.ModuleType:
     """Import the user's file as a fresh module. User code runs here: callers isolate it."""
     path = os.path.realpath(path)

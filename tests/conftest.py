@@ -25,7 +25,7 @@ def example_path(name: str) -> str:
     return str(EXAMPLES / name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def analyzed(path: str, verify: bool = False, hw: tuple[str, ...] = ("h100-sxm",),
              target_s: float | None = None):
     """analyze_file once per (path, options) and test session; callers must not mutate."""

@@ -1,0 +1,274 @@
+"""Bad input never ends in a bare traceback: each failure is one clear message on the entry
+it belongs to (table and JSON), with the right exit code."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import line_of, run_solar, write
+
+from solar_lsp.hardware import list_chips
+
+SYNTAX = """
+    import torch
+
+
+    def f(x:
+        return x
+    """
+
+IMPORT_FAILS = """
+    import torch
+    import torch.nn as nn
+
+    raise RuntimeError("boom at import")
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+
+    def get_inputs():
+        return [torch.randn(4)]
+    """
+
+INIT_FAILS = """
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            raise ValueError("bad init value")
+
+        def forward(self, x):
+            return x * 2
+
+
+    def get_inputs():
+        return [torch.randn(4)]
+    """
+
+FORWARD_FAILS = """
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            raise KeyError("missing thing in forward")
+            return y
+
+
+    def get_inputs():
+        return [torch.randn(4)]
+    """
+
+DATA_DEPENDENT = """
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x * 2
+            return x - 1
+
+
+    def get_inputs():
+        return [torch.randn(4, 8)]
+    """
+
+UNSUPPORTED = """
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 16)
+
+        def forward(self, x):
+            y = self.lin(x)
+            z = torch.linalg.svd(y)[0]
+            return z + 1
+
+
+    def get_inputs():
+        return [torch.randn(4, 16, 16)]
+    """
+
+HUGE = """
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(65536 * 4, 1024)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    def get_inputs():
+        return [torch.randn(65536, 65536 * 4)]
+    """
+
+
+def no_traceback(*texts: str) -> None:
+    for t in texts:
+        assert "Traceback" not in t, t
+
+
+def failed_entry(cli, path: str) -> dict:
+    """Analyze in both forms; the entry must fail with exit 1 and its message in each."""
+    table = cli("analyze", path, "--no-verify")
+    assert table.code == 1, table.out + table.err
+    no_traceback(table.out, table.err)
+    r = cli("analyze", path, "--json", "--no-verify")
+    assert r.code == 1, r.err
+    no_traceback(r.out, r.err)
+    doc = r.json()
+    assert doc["error"] is None
+    [e] = doc["entries"]
+    assert e["status"] == "error"
+    assert e["error"]
+    assert " ".join(e["error"].split()) in " ".join(table.out.split())  # same message in the table
+    assert f"error at line {e['error_line']}" in table.out
+    assert e["totals"] == {} and e["lines"] == []
+    assert e["verification"]["status"] == "unverified"
+    return e
+
+
+def test_syntax_error(tmp_path):
+    path = write(tmp_path, "syntax.py", SYNTAX)
+    p = run_solar("analyze", path)
+    assert p.returncode == 2
+    no_traceback(p.stdout, p.stderr)
+    assert "syntax error" in p.stderr and "line 4" in p.stderr
+    p = run_solar("analyze", path, "--json")
+    assert p.returncode == 2
+    no_traceback(p.stdout, p.stderr)
+    doc = json.loads(p.stdout)
+    assert "line 4" in doc["error"] and doc["entries"] == []
+
+
+def test_failing_import(cli, tmp_path):
+    path = write(tmp_path, "imp.py", IMPORT_FAILS)
+    e = failed_entry(cli, path)
+    assert "RuntimeError" in e["error"] and "boom at import" in e["error"]
+    assert "import" in e["error"]
+    assert e["error_line"] == line_of(path, "raise RuntimeError")
+
+
+def test_init_raises(cli, tmp_path):
+    path = write(tmp_path, "init.py", INIT_FAILS)
+    e = failed_entry(cli, path)
+    assert "ValueError" in e["error"] and "bad init value" in e["error"]
+    assert e["error_line"] == line_of(path, "raise ValueError")
+
+
+def test_forward_raises(cli, tmp_path):
+    path = write(tmp_path, "fwd.py", FORWARD_FAILS)
+    e = failed_entry(cli, path)
+    assert "KeyError" in e["error"] and "missing thing in forward" in e["error"]
+    assert e["error_line"] == line_of(path, "raise KeyError")  # inside forward
+
+
+def test_data_dependent_control_flow(tmp_path):
+    path = write(tmp_path, "ddcf.py", DATA_DEPENDENT)
+    p = run_solar("analyze", path, "--json", "--no-verify")
+    assert p.returncode == 1, p.stderr
+    no_traceback(p.stdout, p.stderr)
+    [e] = json.loads(p.stdout)["entries"]
+    assert e["status"] == "error"
+    assert "trace" in e["error"].lower()
+    assert "control flow" in e["error"]
+    assert e["error_line"] == line_of(path, "if x.sum() > 0:")
+    p = run_solar("analyze", path, "--no-verify")
+    assert p.returncode == 1
+    no_traceback(p.stdout, p.stderr)
+    assert "error at line" in p.stdout and "trace" in p.stdout
+
+
+def test_op_without_lowering(cli, tmp_path):
+    path = write(tmp_path, "unsup.py", UNSUPPORTED)
+    r = cli("analyze", path, "--json")
+    assert r.code == 0, r.err
+    no_traceback(r.out, r.err)
+    [e] = r.json()["entries"]
+    assert e["status"] == "ok"
+    [u] = e["unsupported"]
+    assert "svd" in u["op"]
+    assert u["line"] == line_of(path, "torch.linalg.svd")
+    assert u["reason"]
+    # the rest is still analyzed: the linear and the add have their lines
+    lines = {ln["line"]: ln for ln in e["lines"]}
+    lin = line_of(path, "y = self.lin(x)")
+    assert lines[lin]["flops"] == 2 * 4 * 16 * 16 * 16
+    assert line_of(path, "return z + 1") in lines
+    assert e["verification"]["status"] == "unverified"
+    assert "lowering" in e["verification"]["detail"]
+    table = cli("analyze", path, "--no-verify")
+    assert table.code == 0
+    assert "unsupported" in table.out and "svd" in table.out
+
+
+def test_too_large_to_allocate(cli, tmp_path):
+    """Bounds come from meta tensors; the golden run is skipped, never attempted."""
+    path = write(tmp_path, "huge.py", HUGE)
+    m, k, n = 65536, 65536 * 4, 1024
+    t0 = time.perf_counter()
+    r = cli("analyze", path, "--json")
+    elapsed = time.perf_counter() - t0
+    assert r.code == 0, r.err
+    assert elapsed < 60
+    [e] = r.json()["entries"]
+    assert e["status"] == "ok"
+    assert e["totals"]["macs"] == m * k * n
+    assert e["totals"]["bytes_fused"] == (m * k + n * k + n + m * n) * 4
+    v = e["verification"]
+    assert v["status"] == "unverified"
+    assert "budget" in v["detail"] and "GB" in v["detail"]
+
+
+def test_unknown_hw(cli):
+    for extra in ((), ("--json",)):
+        r = cli("analyze", "examples/mlp.py", "--hw", "tpu-v9", *extra)
+        assert r.code == 2
+        no_traceback(r.out, r.err)
+        err = " ".join(r.err.split())
+        assert "tpu-v9" in err
+        for name in list_chips():
+            assert name in err
+
+
+def test_missing_chip_file(cli, tmp_path):
+    r = cli("analyze", "examples/mlp.py", "--hw", str(tmp_path / "none.toml"))
+    assert r.code == 2
+    assert "not found" in " ".join(r.err.split())
+
+
+@pytest.mark.parametrize("json_flag", [(), ("--json",)])
+def test_missing_file(cli, tmp_path, json_flag):
+    missing = str(tmp_path / "nope.py")
+    r = cli("analyze", missing, *json_flag)
+    assert r.code == 2
+    no_traceback(r.out, r.err)
+    assert "nope.py" in "".join(r.err.split())
+
+
+def test_missing_file_subprocess(tmp_path):
+    p = run_solar("analyze", str(tmp_path / "nope.py"))
+    assert p.returncode == 2
+    no_traceback(p.stdout, p.stderr)
+    assert "cannot read" in p.stderr

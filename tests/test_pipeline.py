@@ -289,8 +289,6 @@ def test_bf16_einsum_chain_stays_on_matrix_units(tmp_path):
     assert set(e.by_hardware["h100-sxm"]["unit_times_fused_s"]) == {"matrix"}
 
 
-@pytest.mark.xfail(strict=True, reason="einsum chains are contracted left to right; torch.einsum "
-                   "(opt_einsum) picks the cheaper order, so the count is not a lower bound")
 def test_einsum_chain_matches_flop_counter(tmp_path):
     path = write(tmp_path, "chain.py", EINSUM_CHAIN)
     from solar_lsp.discover import discover_file

@@ -699,14 +699,30 @@ def _einsum(c: Ctx, a: tuple, kw: dict) -> None:
         c.emit(Kernel(c.name("ein"), loops, Load(c.out, B.plain(list(rhs))), "+=" if set(cur_t) - set(rhs) else "=",
                       Load(cur, idx(cur_t, cur_s))))
         return
-    for i in range(1, len(ops)):
-        nxt, nt, ns = ops[i], terms[i], shapes[i]
-        last = i == len(ops) - 1
-        later = set("".join(terms[i + 1:])) | set(rhs)
-        out_t = rhs if last else "".join(ch for ch in dict.fromkeys(cur_t + nt) if ch in later)
-        out = c.out if last else c.tmp(tuple(ext[ch] for ch in out_t), c.dtype(c.out))
-        c.emit(B.contraction(c.name("ein"), out, list(out_t), cur, idx(cur_t, cur_s), nxt, idx(nt, ns), ext))
-        cur, cur_t, cur_s = out, out_t, tuple(ext[ch] for ch in out_t)
+    # torch.einsum contracts in opt_einsum's order (strategy "auto"); follow it so the count
+    # is what torch runs
+    import opt_einsum
+    path, _ = opt_einsum.contract_path(",".join(terms) + "->" + rhs, *shapes, shapes=True, optimize="auto")
+    live = list(zip(ops, terms, shapes))
+    for step, pos in enumerate(path):
+        picked = [live[i] for i in pos]
+        for i in sorted(pos, reverse=True):
+            live.pop(i)
+        last = step == len(path) - 1
+        later = set("".join(t for _, t, _ in live)) | set(rhs)
+        union = "".join(dict.fromkeys("".join(t for _, t, _ in picked)))
+        out_t = rhs if last else "".join(ch for ch in union if ch in later)
+        out_s = tuple(ext[ch] for ch in out_t)
+        out = c.out if last else c.tmp(out_s, c.dtype(c.out))
+        if len(picked) == 2:
+            (a_, at, as_), (b_, bt, bs) = picked
+            c.emit(B.contraction(c.name("ein"), out, list(out_t), a_, idx(at, as_), b_, idx(bt, bs), ext))
+        else:
+            (a_, at, as_), = picked
+            loops = tuple((ch, ext[ch]) for ch in dict.fromkeys(out_t + at))
+            c.emit(Kernel(c.name("ein"), loops, Load(out, B.plain(list(out_t))),
+                          "+=" if set(at) - set(out_t) else "=", Load(a_, idx(at, as_))))
+        live.append((out, out_t, out_s))
 
 
 @lowers("aten.convolution.default", "aten._convolution.default", "aten.conv1d.default",

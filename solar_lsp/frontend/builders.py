@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..ir.core import Affine, Call, Const, Expr, Guard, Index, Kernel, Load, call
+from ..ir.core import Affine, Const, Expr, Guard, Kernel, Load, call
 
 Shape = tuple[int, ...]
 
@@ -277,11 +277,3 @@ def normalize(prefix: str, x: str, xs: Shape, dims: Sequence[int], out: str,
         body = call("add", body, vec(bias))
     kernels.append(Kernel(f"{prefix}_out", tuple(zip(vs, xs)), Load(out, plain(vs)), "=", body))
     return kernels
-
-
-def index_expr(v: str) -> Index:
-    return Index(Affine.var(v))
-
-
-def as_call(expr: Expr) -> Call:
-    return expr if isinstance(expr, Call) else call("add", expr, 0.0)

@@ -1155,11 +1155,6 @@ for _n, _k in {
     LOWERINGS[_n] = _view_lowering(_k)
 
 
-@lowers("aten.split_with_sizes.default", "aten.split.Tensor", "aten.unbind.int", "aten.chunk.default")
-def _split(c: Ctx, a: tuple, kw: dict) -> None:
-    raise Unsupported("multi-output view ops are expanded through getitem")
-
-
 # ------------------------------------------------------------------ driver
 
 def lower(traced: Traced) -> Lowered:

@@ -211,8 +211,8 @@ def check_op(p: Program, op: Op, golden: dict[str, torch.Tensor], rng: np.random
                 vals, mags = execute.sample_kernel(last, arrays, pts)
                 pos = execute.out_positions(last, pts)
                 ref = _np(golden[last.out.tensor])
-                red = max(1, math.prod(n for v, n in last.loops if v in last.reduce_vars))
-                worst = _worst(worst, _compare_points(last.out.tensor, pos, vals, mags, ref, tol_dt, red))
+                worst = _worst(worst, _compare_points(last.out.tensor, pos, vals, mags, ref, tol_dt,
+                                                      _red_len(last)))
             else:
                 if last.points > FULL_RUN_LIMIT:
                     return OpCheck(op.id, op.line, "unverified",

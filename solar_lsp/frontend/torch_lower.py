@@ -359,6 +359,8 @@ def _full(c: Ctx, a: tuple, kw: dict) -> None:
         v = 1.0
     elif "scalar_tensor" in t:
         v = float(a[0])
+    elif "new_full" in t:  # new_full(self, size, fill_value)
+        v = float(a[2] if len(a) > 2 else kw.get("fill_value"))
     else:
         v = float(a[1] if len(a) > 1 else kw.get("fill_value"))
     c.ew(lambda: Const(v))

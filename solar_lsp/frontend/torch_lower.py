@@ -1269,3 +1269,7 @@ def _split_view(lw: LowerState, node: Any, line: int | None) -> None:
                              kind="view", call=call_))
     lw.program.views[out] = x
     lw.program.unique[out] = lw.program.tensors[out].numel
+
+
+# Family modules register more lowerings into LOWERINGS when imported.
+from . import lower_index, lower_recurrent, lower_spatial  # noqa: E402,F401

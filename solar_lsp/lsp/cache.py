@@ -1,0 +1,38 @@
+"""Analysis results on disk (diskcache), keyed by what decides them: the file, the entry, the
+hash of the entry's source closure, and the analysis settings (chip, policy, tool version).
+A hit serves hints without running user code, across server restarts."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import diskcache
+
+
+class ResultCache:
+    def __init__(self, directory: str):
+        os.makedirs(directory, exist_ok=True)
+        self.directory = directory
+        self._dc = diskcache.Cache(directory, size_limit=512 * 1024**2)
+
+    @staticmethod
+    def _key(*parts: Any) -> str:
+        return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()
+
+    def closure_extra(self, path: str, entry: str) -> list[str]:
+        """Definitions the last trace of this entry ran through (the dynamic closure)."""
+        return list(self._dc.get(self._key("extra", os.path.realpath(path), entry), []))
+
+    def set_closure_extra(self, path: str, entry: str, names: list[str]) -> None:
+        self._dc.set(self._key("extra", os.path.realpath(path), entry), sorted(names))
+
+    def get(self, path: str, entry: str, closure: str, settings_key: str) -> dict | None:
+        return self._dc.get(self._key("result", os.path.realpath(path), entry, closure, settings_key))
+
+    def put(self, path: str, entry: str, closure: str, settings_key: str, record: dict) -> None:
+        self._dc.set(self._key("result", os.path.realpath(path), entry, closure, settings_key), record)
+
+    def close(self) -> None:
+        self._dc.close()

@@ -1,0 +1,271 @@
+"""Worker processes for the server: pre-warmed, one job each at a time, killed and replaced
+when a job hangs, crashes or is superseded. The server's event loop only awaits pipes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import json
+import os
+import re
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+class JobFailed(Exception):
+    """A job ended without a result; ``line`` is where in the user's file, when known."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+class JobCancelled(Exception):
+    """A newer job for the same document superseded this one."""
+
+
+@dataclass(eq=False)
+class _Proc:
+    proc: asyncio.subprocess.Process
+    messages: asyncio.Queue = field(default_factory=asyncio.Queue)
+    stderr: collections.deque = field(default_factory=lambda: collections.deque(maxlen=400))
+    tasks: list = field(default_factory=list)
+    warmup_s: float | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+
+
+@dataclass
+class _Job:
+    key: str
+    request: dict
+    on_message: Callable[[dict], Awaitable[None] | None] | None
+    future: asyncio.Future
+    proc: _Proc | None = None
+
+
+class Pool:
+    """``size`` warm workers. :meth:`run` sends a request and returns the final reply."""
+
+    def __init__(self, size: int = 1, timeout_s: float = 60.0, memory_bytes: int = 0,
+                 log: Callable[[str], None] | None = None, jax: bool = False):
+        self.size = size
+        self.timeout_s = timeout_s
+        self.memory_bytes = memory_bytes
+        self.jax = jax
+        self.log = log or (lambda msg: None)
+        self._idle: asyncio.Queue[_Proc] = asyncio.Queue()
+        self._procs: set[_Proc] = set()
+        self._running: dict[str, _Job] = {}
+        self._ids = itertools.count(1)
+        self._closed = False
+        self.started = 0  # workers started over the pool's life (tests read it)
+        self.jobs = 0  # jobs sent to a worker
+
+    # ---- workers
+    async def start(self) -> None:
+        for _ in range(self.size):
+            asyncio.ensure_future(self._spawn())
+
+    async def _spawn(self) -> None:
+        if self._closed:
+            return
+        args = [sys.executable, "-m", "solar_lsp.lsp.worker", "--memory", str(self.memory_bytes)]
+        if self.jax:
+            args.append("--jax")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=1 << 28)
+        except OSError as exc:
+            self.log(f"cannot start a worker: {exc}")
+            return
+        self.started += 1
+        p = _Proc(proc)
+        self._procs.add(p)
+        p.tasks = [asyncio.ensure_future(self._read_out(p)), asyncio.ensure_future(self._read_err(p))]
+        msg = await p.messages.get()
+        if msg is None or msg.get("type") != "ready":
+            self.log("a worker died while starting: " + " | ".join(list(p.stderr)[-5:]))
+            self._drop(p)
+            await asyncio.sleep(1.0)
+            await self._spawn()
+            return
+        p.warmup_s = msg.get("warmup_s")
+        self.log(f"worker {p.pid} ready after {p.warmup_s:.1f} s")
+        self._idle.put_nowait(p)
+
+    async def _read_out(self, p: _Proc) -> None:
+        while True:
+            line = await p.proc.stdout.readline()
+            if not line:
+                p.messages.put_nowait(None)
+                return
+            try:
+                p.messages.put_nowait(json.loads(line))
+            except json.JSONDecodeError:
+                p.stderr.append(line.decode(errors="replace").rstrip())
+
+    async def _read_err(self, p: _Proc) -> None:
+        while True:
+            line = await p.proc.stderr.readline()
+            if not line:
+                return
+            p.stderr.append(line.decode(errors="replace").rstrip())
+
+    def _drop(self, p: _Proc) -> None:
+        p.kill()
+        self._procs.discard(p)
+
+    def _replace(self, p: _Proc) -> None:
+        self._drop(p)
+        asyncio.ensure_future(self._spawn())
+
+    # ---- jobs
+    def cancel(self, key: str) -> None:
+        job = self._running.pop(key, None)
+        if job is None:
+            return
+        if not job.future.done():
+            job.future.set_exception(JobCancelled())
+        if job.proc is not None:  # running: the worker is mid-way through user code
+            self._replace(job.proc)
+
+    async def run(self, key: str, request: dict,
+                  on_message: Callable[[dict], Awaitable[None] | None] | None = None) -> dict:
+        """Run ``request`` on a worker; a newer job with the same key supersedes this one."""
+        self.cancel(key)
+        loop = asyncio.get_running_loop()
+        job = _Job(key, dict(request), on_message, loop.create_future())
+        self._running[key] = job
+        runner = asyncio.ensure_future(self._drive(job))
+        try:
+            return await job.future
+        except asyncio.CancelledError:  # the caller gave up: stop the work, free the worker
+            if self._running.get(key) is job:
+                self.cancel(key)
+            raise
+        finally:
+            if self._running.get(key) is job:
+                del self._running[key]
+            runner.cancel()
+
+    async def _drive(self, job: _Job) -> None:
+        proc = await self._idle.get()
+        if job.future.done():  # superseded while waiting for a worker
+            self._idle.put_nowait(proc)
+            return
+        job.proc = proc
+        self.jobs += 1
+        rid = next(self._ids)
+        req = {**job.request, "id": rid, "timeout_s": self.timeout_s}
+        try:
+            proc.proc.stdin.write((json.dumps(req) + "\n").encode())
+            await proc.proc.stdin.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            self._replace(proc)
+            job.future.set_exception(JobFailed(f"the analysis process could not take the job: {exc}"))
+            return
+        deadline = loop_time() + self.timeout_s
+        path = job.request.get("path", "")
+        while True:
+            remaining = deadline - loop_time()
+            try:
+                msg = await asyncio.wait_for(proc.messages.get(), max(remaining, 0.01))
+            except TimeoutError:
+                line = _user_line(proc.stderr, path)
+                self._replace(proc)
+                if not job.future.done():
+                    where = f" (it was running line {line})" if line else ""
+                    job.future.set_exception(JobFailed(
+                        f"analysis took longer than {self.timeout_s:g} s and was stopped{where}; "
+                        "code that loops forever at import or in forward does this "
+                        "(raise solar.timeout for a slow model)", line))
+                return
+            if msg is None:  # the worker died
+                code = await proc.proc.wait()
+                line = _user_line(proc.stderr, path)
+                tail = [s for s in proc.stderr if s.strip()][-3:]
+                self._replace(proc)
+                sig = _signal_name(code)
+                if not job.future.done():
+                    where = f" at line {line}" if line else ""
+                    job.future.set_exception(JobFailed(
+                        f"the analysis process crashed ({sig}){where} while running this file's "
+                        f"code; it was restarted. Last output: {' | '.join(tail)[-300:]}", line))
+                return
+            if msg.get("id") != rid:
+                continue
+            if msg["type"] in ("result", "error"):
+                job.proc = None
+                self._idle.put_nowait(proc)
+                if job.future.done():
+                    return
+                if msg["type"] == "error":
+                    job.future.set_exception(JobFailed(f"analysis failed: {msg.get('message')}"))
+                else:
+                    job.future.set_result(msg)
+                return
+            if job.on_message is not None and not job.future.done():
+                r = job.on_message(msg)
+                if asyncio.iscoroutine(r):
+                    await r
+
+    async def close(self) -> None:
+        self._closed = True
+        for key in list(self._running):
+            self.cancel(key)
+        for p in list(self._procs):
+            self._drop(p)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+
+def loop_time() -> float:
+    return asyncio.get_running_loop().time()
+
+
+def _signal_name(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+def _user_line(stderr: collections.deque, path: str) -> int | None:
+    """Innermost frame in the analyzed file from the last faulthandler dump (which lists the
+    most recent call first)."""
+    if not path:
+        return None
+    real = os.path.realpath(path)
+    lines = list(stderr)
+    starts = [i for i, t in enumerate(lines) if "most recent call first" in t]
+    for text in lines[starts[-1]:] if starts else reversed(lines):
+        m = _FRAME.search(text)
+        if m and os.path.realpath(m.group(1)) == real:
+            return int(m.group(2))
+    return None
+
+
+def request(path: str, origin: str, config: dict, entries: list[str] | None = None,
+            kind: str = "analyze") -> dict[str, Any]:
+    return {"kind": kind, "path": path, "origin": origin, "config": config, "entries": entries}

@@ -1,0 +1,180 @@
+"""What the editor shows, as pure functions of the engine's JSON (one entry of
+``FileReport.to_json()``): inlay-hint labels, hover tables, lens titles, diagnostics and the
+markdown reports behind the code actions."""
+
+from __future__ import annotations
+
+from .. import units
+
+
+def hint_label(line: dict) -> str:
+    """``2.1 GFLOP · 48 MB · 21 µs mem`` (DESIGN §8)."""
+    bound = "mem" if line.get("bound") == "memory" else "compute"
+    return (f"{units.flops(line['flops'])} · {units.nbytes(line['bytes'])} · "
+            f"{units.seconds(line['t_unfused_s'])} {bound}")
+
+
+def op_state(entry: dict, op_id: str, phase: str) -> str:
+    if phase == "bounds":
+        return "verifying…"
+    v = entry.get("verification") or {}
+    for issue in v.get("issues", []):
+        if issue.get("op") == op_id:
+            return issue.get("status", "?")
+    return "verified" if v.get("status") == "verified" else v.get("status", "unverified")
+
+
+def line_markdown(line: dict, entry: dict, phase: str = "final") -> str:
+    """The ops on one source line: the hover and the hint's tooltip."""
+    tot = entry.get("totals") or {}
+    chip = tot.get("hardware", "?")
+    rows = ["| op | shapes | dtype | FLOPs | bytes | unfused | compute-only | bound | check |",
+            "|---|---|---|---:|---:|---:|---:|---|---|"]
+    for op in line["ops"]:
+        comp = op.get("t_compute_s")
+        rows.append(
+            f"| `{op['op']}` | {_shapes(op['shapes'])} | {op['dtype']} | "
+            f"{units.flops(op['flops'])} | {units.nbytes(op['bytes'])} | {units.seconds(op['t_s'])} | "
+            f"{units.seconds(comp) if comp is not None else '—'} | {op['bound']} | "
+            f"{op_state(entry, op.get('id', ''), phase)} |")
+    head = (f"**{entry['name']}** · line {line['line']} · SOL on **{chip}**: "
+            f"{units.flops(line['flops'])}, {units.nbytes(line['bytes'])} DRAM unfused, "
+            f"≥ {units.seconds(line['t_unfused_s'])} ({line.get('bound', '?')}-bound)")
+    foot = [f"Entry: unfused {units.seconds(tot.get('t_unfused_s'))} · fused "
+            f"{units.seconds(tot.get('t_fused_s'))} · cache-aware "
+            f"{units.seconds(tot.get('t_cache_aware_s'))}"]
+    v = entry.get("verification") or {}
+    foot.append("verification: **verifying…**" if phase == "bounds" else
+                f"verification: **{v.get('status', '?')}** — {v.get('detail', '')}")
+    if entry.get("headroom"):
+        h = entry["headroom"]
+        r = (h.get("ratios") or {}).get("fused")
+        if r:
+            foot.append(f"last measured: {units.seconds(h.get('measured_s'))} on {h.get('device')} "
+                        f"= {r:.1f}× the fused bound")
+    return "\n".join([head, "", *rows, "", *foot])
+
+
+def _shapes(shapes: list) -> str:
+    return ", ".join("×".join(str(d) for d in s) if s else "scalar" for s in shapes[:4]) + \
+        (" …" if len(shapes) > 4 else "")
+
+
+def entry_markdown(entry: dict, phase: str = "final") -> str:
+    """Hover on an entry's definition line."""
+    if entry.get("status") != "ok":
+        return f"**{entry['name']}**: analysis failed — {entry.get('error')}"
+    tot = entry["totals"]
+    out = [f"**{entry['name']}** ({entry.get('frontend', 'torch')}) on **{tot.get('hardware')}**", "",
+           "| fidelity | time | bytes | bound |", "|---|---:|---:|---|",
+           f"| unfused | {units.seconds(tot['t_unfused_s'])} | {units.nbytes(tot['bytes_unfused'])} | "
+           f"{tot.get('bound_unfused')} |",
+           f"| fused | {units.seconds(tot['t_fused_s'])} | {units.nbytes(tot['bytes_fused'])} | {tot.get('bound')} |"]
+    if tot.get("t_cache_aware_s") is not None:
+        out.append(f"| cache-aware | {units.seconds(tot['t_cache_aware_s'])} | "
+                   f"{units.nbytes(tot.get('bytes_cache_aware') or 0)} | |")
+    out += ["", f"{units.flops(tot['flops'])} ({units.flops(tot['tensor_flops'])} on matrix units)"]
+    v = entry.get("verification") or {}
+    out.append("verification: **verifying…**" if phase == "bounds" else
+               f"verification: **{v.get('status')}** — {v.get('detail', '')}")
+    return "\n".join(out)
+
+
+def lens_titles(entry: dict, chip: str, target_label: str | None) -> list[str]:
+    """Titles of the code lenses over an entry: the three SOL times, then the inverse roofline."""
+    if entry.get("status") != "ok":
+        return [f"solar: {entry['name']} failed — {_short(entry.get('error') or '')}"]
+    tot = entry["totals"]
+    t = [f"SOL {chip}: unfused {units.seconds(tot['t_unfused_s'])} · fused "
+         f"{units.seconds(tot['t_fused_s'])} · cache-aware {units.seconds(tot.get('t_cache_aware_s'))}"
+         f" ({tot.get('bound')}-bound)"]
+    inv = entry.get("inverse")
+    if inv and target_label:
+        t.append(inverse_title(inv, chip, target_label, entry.get("chip_specs", {}).get(chip)))
+    return t
+
+
+def inverse_title(inv: dict, chip: str, target_label: str, spec: dict | None = None) -> str:
+    """``500 Hz needs ≥ 19 TB/s · h100-sxm has 3.35`` — for the tightest fidelity available."""
+    by = inv.get("by_fidelity") or {}
+    fid = next((f for f in ("cache_aware", "fused", "unfused") if by.get(f)), None)
+    if fid is None:
+        return f"{target_label}: no inverse roofline"
+    d = by[fid]
+    short = (d.get("shortfall") or {}).get(chip) or {}
+    need_bw = d["bytes_per_s"]
+    need_fl = d["flops_per_s"]
+    bw_ok = short.get("bandwidth", 0) <= 1
+    comp_ok = short.get("compute", 0) <= 1
+    have_bw = need_bw / short["bandwidth"] if short.get("bandwidth") else None
+    verdict = "meets it" if bw_ok and comp_ok else "misses it"
+    has = f" · {chip} has {units.rate(have_bw, 'B/s')}" if have_bw else ""
+    return (f"{target_label} needs ≥ {units.rate(need_bw, 'B/s')} and "
+            f"≥ {units.rate(need_fl, 'FLOP/s')} ({fid.replace('_', '-')}){has} · {chip} {verdict}")
+
+
+def _short(text: str, n: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def diagnostics(entry: dict) -> list[tuple[int, str, str]]:
+    """(1-based line, severity warning|information, message) for one entry."""
+    out: list[tuple[int, str, str]] = []
+    name = entry["name"]
+    if entry.get("status") != "ok":
+        out.append((entry.get("error_line") or entry["line"], "warning",
+                    f"solar: {name} could not be analyzed: {entry.get('error')}"))
+        return out
+    for u in entry.get("unsupported", []):
+        out.append((u.get("line") or entry["line"], "information",
+                    f"solar: {u['op']} has no lowering ({u['reason']}); the bound leaves it out. "
+                    "Rewrite it with supported ops, or enable the LLM translator (solar.llm)."))
+    v = entry.get("verification") or {}
+    for issue in v.get("issues", []):
+        if issue.get("status") == "mismatch":
+            w = issue.get("worst") or {}
+            out.append((issue.get("line") or entry["line"], "warning",
+                        f"solar: the IR of {issue['op']} does not match PyTorch ({issue.get('detail')}"
+                        f"{', worst point ' + str(w) if w else ''}); treat this line's bound with care "
+                        "and report it."))
+    return out
+
+
+def fusion_markdown(entry: dict) -> str:
+    items = entry.get("fusion") or []
+    if not items:
+        return f"# {entry['name']}: no fusion suggestions\n\nEvery op already reads and writes DRAM once."
+    out = [f"# Fusion suggestions for {entry['name']}", "",
+           "| lines | ops | DRAM saved | time saved |", "|---|---|---:|---:|"]
+    for f in items:
+        t = f.get("t_saved_s")
+        if isinstance(t, dict):
+            t = max(t.values(), default=0.0)
+        out.append(f"| {', '.join(map(str, f.get('lines', [])))} | {', '.join(map(str, f.get('ops', [])))[:80]} | "
+                   f"{units.nbytes(f.get('bytes_saved', 0))} | {units.seconds(t)} |")
+    return "\n".join(out)
+
+
+def reorder_markdown(entry: dict) -> str:
+    items = entry.get("reorder") or []
+    if not items:
+        return f"# {entry['name']}: every contraction chain is already in its best order"
+    out = [f"# Contraction order for {entry['name']}", ""]
+    for r in items:
+        ratio = r["flops_before"] / max(r["flops_after"], 1)
+        out += [f"- line {r['line']}: {units.flops(r['flops_before'])} → {units.flops(r['flops_after'])} "
+                f"({ratio:.1f}× fewer): `{r['expression']}`"]
+    return "\n".join(out)
+
+
+def compare_markdown(entry: dict) -> str:
+    """The three fidelities on every chip (the Compare chips action)."""
+    by = entry.get("by_hardware") or {}
+    out = [f"# {entry['name']} on every chip", "",
+           "| chip | unfused | fused | cache-aware | bound | fusion benefit |", "|---|---:|---:|---:|---|---:|"]
+    for chip, h in by.items():
+        benefit = h["t_unfused_s"] / h["t_fused_s"] if h.get("t_fused_s") else float("nan")
+        out.append(f"| {chip} | {units.seconds(h['t_unfused_s'])} | {units.seconds(h['t_fused_s'])} | "
+                   f"{units.seconds(h.get('t_cache_aware_s'))} | {h.get('bound')} | {benefit:.2f}× |")
+    return "\n".join(out)

@@ -1,0 +1,180 @@
+"""A worker process: the only place the server runs user code.
+
+Started by :mod:`solar_lsp.lsp.pool` with torch (and the engine) imported before any job
+arrives. Requests come as JSON lines on stdin; replies go as JSON lines on a private copy of
+the original stdout, while file descriptor 1 is pointed at stderr so nothing user code
+prints can corrupt the protocol. ``faulthandler`` writes the Python stack to stderr on a
+crash and shortly before the server's timeout, so the server can say which line hung or
+crashed. The address-space limit makes an oversized allocation fail inside the job (with a
+message) instead of taking the machine down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def _vm_size() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _limit_memory(extra: int) -> int:
+    """Cap the address space at what warm-up mapped plus ``extra`` bytes."""
+    if extra <= 0:
+        return 0
+    cap = _vm_size() + extra
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    return cap
+
+
+def _config(d: dict, entry: str | None):
+    from ..analyze import Config
+    from ..sol import Policy
+    cfg = Config(hw=list(d.get("hw") or ["h100-sxm"]), entry=entry, target_s=d.get("target_s"),
+                 verify=bool(d.get("verify", True)), dims=dict(d.get("dims") or {}),
+                 entries=dict(d.get("entries") or {}))
+    tf32 = d.get("tf32", "conv")
+    cfg.policy = Policy(tf32_matmul=tf32 == "all", tf32_conv=tf32 != "none")
+    if d.get("onchip") is not None and hasattr(cfg, "onchip"):
+        cfg.onchip = d["onchip"]
+    if d.get("budget_bytes"):
+        cfg.budget_bytes = int(d["budget_bytes"])
+    return cfg
+
+
+class Worker:
+    def __init__(self, out) -> None:
+        self.out = out
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.out.write(json.dumps(msg, default=str) + "\n")
+        self.out.flush()
+
+    def handle(self, req: dict) -> None:
+        kind = req.get("kind", "analyze")
+        rid = req.get("id")
+        path, origin = req["path"], req.get("origin") or req["path"]
+        folder = os.path.dirname(os.path.abspath(origin))
+        if folder not in sys.path:
+            sys.path.insert(0, folder)  # the user's sibling modules import as they would there
+        timeout = float(req.get("timeout_s") or 0)
+        if timeout > 1:
+            faulthandler.dump_traceback_later(timeout * 0.9, exit=False)
+        t0 = time.perf_counter()
+        try:
+            if kind == "analyze":
+                self._analyze(rid, path, origin, req)
+            elif kind == "ir":
+                self._ir(rid, path, req)
+            else:
+                self.send({"type": "error", "id": rid, "message": f"unknown job kind {kind!r}"})
+        except MemoryError:
+            self.send({"type": "error", "id": rid, "message": "ran out of memory (the worker's "
+                       "memory limit; raise solar.memoryLimit if the model needs more)"})
+        except Exception as exc:  # an engine bug: report it, keep serving
+            self.send({"type": "error", "id": rid, "message": f"{type(exc).__name__}: {exc}",
+                       "traceback": traceback.format_exc(limit=8)})
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+        sys.stderr.write(f"solar worker: job {rid} ({kind}) {time.perf_counter() - t0:.2f} s\n")
+        sys.stderr.flush()
+
+    def _analyze(self, rid: Any, path: str, origin: str, req: dict) -> None:
+        from ..analyze import analyze_file
+        entries = req.get("entries")
+        entry = entries[0] if entries and len(entries) == 1 else None
+        cfg = _config(req.get("config") or {}, entry)
+
+        def on_bounds(report_json: dict) -> None:
+            self.send({"type": "bounds", "id": rid, "report": _relabel(report_json, path, origin)})
+
+        def bounds_of(er) -> None:
+            on_bounds({"file": origin, "error": None, "entries": [er.to_json()]})
+
+        cfg.on_bounds = bounds_of
+        report = analyze_file(path, cfg)
+        doc = _relabel(report.to_json(), path, origin)
+        if entries and len(entries) > 1:
+            doc["entries"] = [e for e in doc["entries"] if e["name"] in entries]
+        self.send({"type": "result", "id": rid, "report": doc})
+
+    def _ir(self, rid: Any, path: str, req: dict) -> None:
+        from ..analyze import analyze_file
+        from ..ir.text import print_program
+        cfg = _config({**(req.get("config") or {}), "verify": False}, (req.get("entries") or [None])[0])
+        report = analyze_file(path, cfg)
+        texts = []
+        for e in report.entries:
+            p = getattr(e, "program", None)
+            texts.append(print_program(p) if p is not None else f"# {e.name}: {e.error}")
+        self.send({"type": "result", "id": rid, "text": "\n\n".join(texts),
+                   "error": report.error})
+
+
+def _relabel(doc: dict, path: str, origin: str) -> dict:
+    """Results of an unsaved buffer (analyzed from a temp copy) carry the real file name."""
+    if doc.get("file") == path:
+        doc["file"] = origin
+    return doc
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="solar-lsp-worker")
+    ap.add_argument("--memory", type=int, default=0, help="bytes of address space beyond warm-up")
+    ap.add_argument("--jax", action="store_true", help="also import jax while warming up")
+    args = ap.parse_args(argv)
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    faulthandler.enable()
+    import warnings
+    warnings.filterwarnings("ignore")
+    t0 = time.perf_counter()
+    import torch  # noqa: F401
+
+    from .. import analyze, verify  # noqa: F401
+    from ..frontend.torch_trace import warm_up
+    warm_up()
+    if args.jax:
+        try:
+            import jax  # noqa: F401
+        except ImportError:
+            pass
+    cap = _limit_memory(args.memory)
+    w = Worker(out)
+    w.send({"type": "ready", "pid": os.getpid(), "warmup_s": time.perf_counter() - t0, "as_limit": cap})
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+        except json.JSONDecodeError:
+            w.send({"type": "error", "id": None, "message": "bad request"})
+            continue
+        if req.get("kind") == "exit":
+            break
+        w.handle(req)
+    out.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

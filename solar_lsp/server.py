@@ -227,6 +227,7 @@ async def _run_job(st: DocState, text: str, lines: list[str], stale: list[str], 
     req = request(run_path, path, settings.analysis_config(), entries)
     token = await _progress_begin(f"solar: analyzing {os.path.basename(path)}")
     st.analyzing = True
+    notify_status()
 
     async def on_message(msg: dict) -> None:
         if msg.get("type") == "bounds":
@@ -347,6 +348,24 @@ def publish(st: DocState) -> None:
     for line1, msg in st.faults.values():
         add(line1, "warning", msg)
     server.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=st.uri, diagnostics=diags))
+    notify_status()
+
+
+def notify_status() -> None:
+    """``solar/status``: the active chip and how many documents are analyzing or failed, for a
+    client's status bar (a custom notification; clients that do not know it ignore it)."""
+    with contextlib.suppress(Exception):
+        server.protocol.notify("solar/status", status_payload())
+
+
+def status_payload() -> dict:
+    s = server.settings_for(None)
+    return {"chip": s.chip, "analyzing": sum(1 for st in server.docs.values() if st.analyzing),
+            "errors": sum(1 for st in server.docs.values() if st.file_error or st.faults),
+            "jobs": server.pool.jobs if server.pool else 0,
+            "workers": server.pool.pids() if server.pool else [],
+            "workers_started": server.pool.started if server.pool else 0,
+            "settings_error": server.settings_error, "version": __version__}
 
 
 @server.feature(T.INITIALIZE)
@@ -677,13 +696,7 @@ async def cmd_reanalyze(ls: SolarServer, *args: Any) -> dict:
 
 @server.command("solar.status")
 def cmd_status(ls: SolarServer, *args: Any) -> dict:
-    s = ls.settings_for(None)
-    analyzing = sum(1 for st in ls.docs.values() if st.analyzing)
-    errors = sum(1 for st in ls.docs.values() if st.file_error or st.faults)
-    return {"chip": s.chip, "analyzing": analyzing, "errors": errors,
-            "workers": ls.pool.pids() if ls.pool else [], "jobs": ls.pool.jobs if ls.pool else 0,
-            "workers_started": ls.pool.started if ls.pool else 0, "version": __version__,
-            "time": time.time()}
+    return {**status_payload(), "time": time.time()}
 
 
 @server.feature(T.SHUTDOWN)

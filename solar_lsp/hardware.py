@@ -259,6 +259,10 @@ def load_chip(name_or_path: str | os.PathLike[str]) -> Chip:
             raise HardwareError(f"{text}: chip file not found")
         return _load_resolved(str(path.resolve()), text)
     key = _normalise_name(text)
+    if key == "host":  # this machine's CPU, probed once (`solar hw probe`)
+        from .hostprobe import ensure_host_toml
+        path = ensure_host_toml()
+        return _load_resolved(path, "host")
     known = list_chips()
     key = key if key in known else ALIASES.get(key, key)
     if key not in known:

@@ -7,6 +7,7 @@ name or file is a user error (exit 2) shown as one clear line, not a traceback.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from rich.console import Console
@@ -139,3 +140,21 @@ def hw_show(name_or_path: str, console: Console, as_json: bool = False) -> int:
 
 def _error(console: Console, exc: HardwareError) -> None:
     console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+
+
+def hw_probe(output: str | None, out: Console, err: Console) -> int:
+    """``solar hw probe``: probe this CPU, write its chip file, show it."""
+    from .hostprobe import ensure_host_toml, probe, to_toml
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > 0.5 * (os.cpu_count() or 1):
+        err.print(f"[yellow]warning:[/yellow] load average {load:.1f}: other work competes for memory "
+                  "bandwidth, so the measured figure may be low; probe an idle machine")
+    with err.status("measuring memory bandwidth (STREAM-like triad)…"):
+        if output:
+            with open(output, "w") as f:
+                f.write(to_toml(probe()))
+            path = output
+        else:
+            path = ensure_host_toml(refresh=True)
+    out.print(f"wrote {path}")
+    return hw_show(path, out, False)

@@ -34,7 +34,7 @@ from .lsp.settings import Settings, SettingsError, merge, pyproject_settings
 
 log = logging.getLogger("solar-lsp")
 
-COMMANDS = ("solar.showIR", "solar.compareChips", "solar.showFusion", "solar.showReorder",
+COMMANDS = ("solar.showIR", "solar.compareChips", "solar.explainHeadroom", "solar.showFusion", "solar.showReorder",
             "solar.selectChip", "solar.setTarget", "solar.reanalyze", "solar.status")
 
 
@@ -550,6 +550,7 @@ def code_action(ls: SolarServer, params: T.CodeActionParams) -> list[T.CodeActio
             for r in rec.entry.get("reorder") or []:
                 if r.get("line") == line:
                     acts.append(_reorder_action(uri, e.name, r))
+        cmd(f"solar: Explain headroom of {e.name} (measure it)", "solar.explainHeadroom")
         cmd(f"solar: Show IR of {e.name}", "solar.showIR")
         cmd(f"solar: Compare chips for {e.name}", "solar.compareChips")
     return acts
@@ -651,6 +652,25 @@ async def cmd_compare(ls: SolarServer, *args: Any) -> dict:
     if not ents:
         return {"error": f"no entry {entry}"}
     return await _show(f"{entry}-compare", present.compare_markdown(ents[0]))
+
+
+@server.command("solar.explainHeadroom")
+async def cmd_headroom(ls: SolarServer, *args: Any) -> dict:
+    """Measure the entry in a worker, keep the result (the hover shows the last ratio), show it."""
+    uri, entry = args[:2]
+    s = ls.settings_for(ls.workspace.get_text_document(uri).path)
+    cfg = {**s.analysis_config(), "verify": False, "device": s.headroom_device}
+    try:
+        reply = await _job(uri, entry, "headroom", cfg)
+    except (JobFailed, JobCancelled) as exc:
+        return {"error": str(exc) or "superseded"}
+    ents = [e for e in reply["report"]["entries"] if e["name"] == entry]
+    if not ents:
+        return {"error": reply["report"].get("error") or f"no entry {entry}"}
+    rec = _record(uri, entry)
+    if rec is not None and ents[0].get("headroom") and "error" not in ents[0]["headroom"]:
+        rec.entry["headroom"] = ents[0]["headroom"]
+    return await _show(f"{entry}-headroom", present.headroom_markdown(ents[0]))
 
 
 @server.command("solar.selectChip")

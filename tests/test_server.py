@@ -162,6 +162,11 @@ async def test_end_to_end(client: LanguageClient, work: pathlib.Path):
     for chip in ("h100-sxm", "b200", "a6000", "jetson-thor"):
         assert f"| {chip} |" in cmp["text"]
 
+    # Explain headroom: measured in a worker, reported, and remembered by the hover
+    hr = await command(client, "solar.explainHeadroom", uri, "Model")
+    assert "Diagnosis:" in hr["text"] and "| fused |" in hr["text"], hr
+    assert "last measured" in await hover_text(client, uri, gelu)
+
     # an edit above the model moves the hints at once, and needs no new analysis
     jobs = (await command(client, "solar.status"))["jobs"]
     moved = "# a comment\n" + text

@@ -178,3 +178,27 @@ def compare_markdown(entry: dict) -> str:
         out.append(f"| {chip} | {units.seconds(h['t_unfused_s'])} | {units.seconds(h['t_fused_s'])} | "
                    f"{units.seconds(h.get('t_cache_aware_s'))} | {h.get('bound')} | {benefit:.2f}× |")
     return "\n".join(out)
+
+
+def headroom_markdown(entry: dict) -> str:
+    """The Explain headroom report: measured against each fidelity, the worst lines, why."""
+    h = entry.get("headroom") or {}
+    if "error" in h:
+        where = f" (line {h['line']})" if h.get("line") else ""
+        return f"# Headroom of {entry['name']}\n\nCould not measure{where}: {h['error']}"
+    tot = entry.get("totals") or {}
+    out = [f"# Headroom of {entry['name']}", "",
+           f"Measured **{units.seconds(h['measured_s'])}** on {h['device']} ({h.get('runs', '?')} runs, caches "
+           f"flushed), bounds on **{h['chip']}**."
+           + (f" Under torch.compile: {units.seconds(h['compiled_s'])}." if h.get("compiled_s") else ""), "",
+           "| fidelity | bound | measured / bound |", "|---|---:|---:|"]
+    for fid, key in (("unfused", "t_unfused_s"), ("fused", "t_fused_s"), ("cache_aware", "t_cache_aware_s")):
+        r = (h.get("ratios") or {}).get(fid)
+        out.append(f"| {fid.replace('_', '-')} | {units.seconds(tot.get(key))} | {f'{r:.1f}×' if r else '—'} |")
+    out += ["", f"**Diagnosis: {h['diagnosis']}**", ""] + [f"- {r}" for r in h.get("reasons", [])]
+    if h.get("top_lines"):
+        out += ["", "| line | measured | SOL (unfused) | ratio |", "|---:|---:|---:|---:|"]
+        for g in h["top_lines"]:
+            ratio = f"{g['ratio']:.1f}×" if g["ratio"] != float("inf") else "—"
+            out.append(f"| {g['line']} | {units.seconds(g['measured_s'])} | {units.seconds(g['t_sol_s'])} | {ratio} |")
+    return "\n".join(out)

@@ -33,6 +33,7 @@ ALIASES = {
     "memoryLimit": "memory_limit", "memory_limit": "memory_limit",
     "debounce": "debounce_s", "debounceSeconds": "debounce_s", "debounce_s": "debounce_s",
     "onchip": "onchip",
+    "headroomDevice": "headroom_device", "headroom_device": "headroom_device",
     "dims": "dims", "entries": "entries",
 }
 
@@ -55,6 +56,7 @@ class Settings:
     memory_limit: str = "4GB"
     debounce_s: float = 0.75
     onchip: str | None = None
+    headroom_device: str = "cpu"  # where Explain headroom measures: cpu | cuda
     dims: dict = field(default_factory=dict)
     entries: dict = field(default_factory=dict)
 

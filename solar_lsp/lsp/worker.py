@@ -84,6 +84,8 @@ class Worker:
                 self._analyze(rid, path, origin, req)
             elif kind == "ir":
                 self._ir(rid, path, req)
+            elif kind == "headroom":
+                self._headroom(rid, path, origin, req)
             else:
                 self.send({"type": "error", "id": rid, "message": f"unknown job kind {kind!r}"})
         except MemoryError:
@@ -127,6 +129,19 @@ class Worker:
             texts.append(print_program(p) if p is not None else f"# {e.name}: {e.error}")
         self.send({"type": "result", "id": rid, "text": "\n\n".join(texts),
                    "error": report.error})
+
+
+    def _headroom(self, rid: Any, path: str, origin: str, req: dict) -> None:
+        from ..headroom import HeadroomError, headroom_file
+        d = req.get("config") or {}
+        entry = (req.get("entries") or [None])[0]
+        try:
+            report = headroom_file(path, d.get("device", "cpu"), d.get("headroom_hw"), entry,
+                                   bool(d.get("compile")), _config(d, entry))
+        except HeadroomError as exc:
+            self.send({"type": "error", "id": rid, "message": str(exc)})
+            return
+        self.send({"type": "result", "id": rid, "report": _relabel(report.to_json(), path, origin)})
 
 
 def _relabel(doc: dict, path: str, origin: str) -> dict:

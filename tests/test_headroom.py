@@ -1,0 +1,147 @@
+"""Headroom: measured runs against the bounds. A SOL bound must never exceed a measured
+time; the host profile's peaks must be ceilings of what this CPU does; bad requests say why."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import time
+
+import pytest
+import torch
+
+from solar_lsp import headroom as H
+from solar_lsp.cli import main
+from solar_lsp.hardware import load_chip
+from solar_lsp.hostprobe import probe, to_toml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+CORPUS = ROOT / "tests" / "corpus"
+HERE = ROOT / "tests" / "headroom"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fast_timing():
+    old = H.MIN_RUNS, H.MIN_TIME_S
+    H.MIN_RUNS, H.MIN_TIME_S = 5, 0.1
+    yield
+    H.MIN_RUNS, H.MIN_TIME_S = old
+
+
+@pytest.fixture(scope="module")
+def host():
+    return load_chip("host")
+
+
+def test_probe_writes_a_loadable_chip(tmp_path):
+    d = probe(measure=False)
+    path = tmp_path / "host.toml"
+    path.write_text(to_toml(d))
+    chip = load_chip(str(path))
+    assert chip.sm_count == len(os.sched_getaffinity(0))
+    assert chip.peak("vector", "fp32") > 0 and "FMA" in chip.sources["vector"]
+
+
+def test_host_peaks_are_ceilings(host):
+    """What this CPU does must never beat the probed peaks (else bounds would not be bounds)."""
+    n = 1024
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = min(_timed(lambda: torch.mm(a, b)) for _ in range(5))
+    assert 2 * n**3 / best <= host.peak("vector", "fp32")
+    x = torch.randn(64 * 1024**2 // 4)
+    y = torch.empty_like(x)
+    best = min(_timed(lambda: torch.mul(x, 2.0, out=y)) for _ in range(5))
+    assert 2 * x.numel() * 4 / best <= host.dram_bytes_per_s * 1.05  # 5%: timer noise on a shared box
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _sample() -> list[pathlib.Path]:
+    files = list(EXAMPLES)
+    corpus = sorted(CORPUS.glob("*.py")) if CORPUS.is_dir() else []
+    return files + corpus[:: max(1, len(corpus) // 12)][:12]
+
+
+@pytest.mark.parametrize("path", _sample(), ids=lambda p: p.name)
+def test_no_sol_violation_on_cpu(path, host):
+    """Measured ≥ fused and ≥ cache-aware bound on the host profile, entry by entry."""
+    report = H.headroom_file(str(path), "cpu", "host")
+    assert report.error is None, report.error
+    measured = 0
+    for e in report.entries:
+        if e.status != "ok" or not e.headroom or "error" in e.headroom:
+            continue
+        h = e.headroom
+        measured += 1
+        assert h["measured_s"] >= e.totals["t_fused_s"], (e.name, h["measured_s"], e.totals)
+        if e.totals.get("t_cache_aware_s") is not None:
+            assert h["measured_s"] >= e.totals["t_cache_aware_s"], (e.name, h, e.totals)
+        assert h["ratios"]["fused"] >= 1.0
+        assert h["top_lines"] and all(g["line"] > 0 for g in h["top_lines"])
+        assert abs(sum(g["measured_s"] for g in h["top_lines"]) - h["measured_s"]) <= h["measured_s"] * 1.001
+    assert measured >= 1
+
+
+def test_json_schema_from_the_cli(capsys):
+    rc = main(["headroom", str(ROOT / "examples" / "mlp.py"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    h = doc["entries"][0]["headroom"]
+    assert set(h) >= {"device", "measured_s", "compiled_s", "ratios", "top_lines", "diagnosis"}
+    assert set(h["ratios"]) == {"unfused", "fused", "cache_aware"}
+    assert set(h["top_lines"][0]) == {"line", "measured_s", "t_sol_s", "ratio"}
+    assert h["device"] == "cpu" and h["chip"] == "host"
+
+
+def test_too_big_is_refused_with_its_size():
+    report = H.headroom_file(str(HERE / "too_big.py"), "cpu", "host")
+    h = report.entries[0].headroom
+    assert "error" in h and "68.7 GB" in h["error"] and "available" in h["error"]
+
+
+def test_runtime_error_reports_its_line():
+    report = H.headroom_file(str(HERE / "raises_at_runtime.py"), "cpu", "host")
+    h = report.entries[0].headroom
+    src = (HERE / "raises_at_runtime.py").read_text().splitlines()
+    assert "error" in h and "IndexError" in h["error"]
+    assert src[h["line"] - 1].strip().startswith("return self.table(idx)")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_gpu_says_so(capsys):
+    rc = main(["headroom", str(ROOT / "examples" / "mlp.py"), "--device", "cuda"])
+    assert rc == 2 and "no CUDA GPU" in capsys.readouterr().err
+
+
+def _entry(unfused: float, fused: float, cache: float | None = None, reorder=()) -> dict:
+    return {"totals": {"t_unfused_s": unfused, "t_fused_s": fused, "t_cache_aware_s": cache},
+            "reorder": list(reorder)}
+
+
+def _h(measured: float, ops: int, entry: dict) -> H.Headroom:
+    t = entry["totals"]
+    return H.Headroom("cuda", "h100-sxm", measured, None,
+                      {"unfused": measured / t["t_unfused_s"], "fused": measured / t["t_fused_s"],
+                       "cache_aware": measured / t["t_cache_aware_s"] if t["t_cache_aware_s"] else None},
+                      ops_per_run=ops)
+
+
+@pytest.mark.parametrize("measured,ops,entry,want", [
+    (100e-6, 40, _entry(5e-6, 4e-6), "launch/overhead-bound"),           # 40 × 5 µs = 200 µs ≥ half
+    (1.2e-3, 10, _entry(1e-3, 0.3e-3), "missing fusion"),                # ≈ unfused, fusion 3.3×
+    (5e-3, 10, _entry(1e-3, 0.9e-3, 2e-3), "tiling"),                    # cache-aware ≫ fused
+    (5e-3, 10, _entry(1e-3, 0.9e-3, reorder=[{"line": 7, "flops_before": 8e9, "flops_after": 1e9,
+                                               "expression": "a @ (b @ c)"}]), "algorithmic"),
+    (5e-3, 10, _entry(1e-3, 0.9e-3), "kernel efficiency"),
+])
+def test_diagnosis_rules(measured, ops, entry, want):
+    h = _h(measured, ops, entry)
+    diag, reasons = H.diagnose(h, entry, "cuda")
+    assert diag == want and reasons[0].startswith(want)

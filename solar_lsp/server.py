@@ -30,11 +30,12 @@ from .lsp.cache import ResultCache
 from .lsp.closure import closure_hash, defs_of_lines
 from .lsp.linemap import line_map
 from .lsp.pool import JobCancelled, JobFailed, Pool, request
+from .lsp.rewrite import local_rewrite
 from .lsp.settings import Settings, SettingsError, merge, pyproject_settings
 
 log = logging.getLogger("solar-lsp")
 
-COMMANDS = ("solar.showIR", "solar.compareChips", "solar.explainHeadroom", "solar.showFusion", "solar.showReorder",
+COMMANDS = ("solar.showIR", "solar.compareChips", "solar.explainHeadroom", "solar.showRoofline", "solar.showFusion", "solar.showReorder",
             "solar.selectChip", "solar.setTarget", "solar.reanalyze", "solar.status")
 
 
@@ -548,7 +549,7 @@ def code_action(ls: SolarServer, params: T.CodeActionParams) -> list[T.CodeActio
             cmd(f"solar: Show fusion suggestions for {e.name}", "solar.showFusion")
         if rec is not None:
             for r in rec.entry.get("reorder") or []:
-                if r.get("line") == line:
+                if line in (r.get("lines") or [r.get("line")]):
                     acts.append(_reorder_action(uri, e.name, r))
         cmd(f"solar: Explain headroom of {e.name} (measure it)", "solar.explainHeadroom")
         cmd(f"solar: Show IR of {e.name}", "solar.showIR")
@@ -559,14 +560,12 @@ def code_action(ls: SolarServer, params: T.CodeActionParams) -> list[T.CodeActio
 def _reorder_action(uri: str, entry: str, r: dict) -> T.CodeAction:
     title = f"solar: Reorder contraction chain ({r['flops_before'] / max(r['flops_after'], 1):.1f}× fewer FLOPs)"
     edit = None
-    if r.get("source") and r.get("rewrite"):
-        cur = _current_lines(uri)
-        i = r["line"] - 1
-        if i < len(cur) and r["source"] in cur[i]:
-            col = cur[i].index(r["source"])
-            edit = T.WorkspaceEdit(changes={uri: [T.TextEdit(
-                range=T.Range(T.Position(i, col), T.Position(i, col + len(r["source"]))),
-                new_text=r["rewrite"])]})
+    where = local_rewrite(server.workspace.get_text_document(uri).source, r["line"],
+                          r.get("operands") or [], r["expression"]) if r.get("line") else None
+    if where is not None:
+        l0, c0, l1, c1, text = where
+        edit = T.WorkspaceEdit(changes={uri: [T.TextEdit(
+            range=T.Range(T.Position(l0, c0), T.Position(l1, c1)), new_text=text)]})
     return T.CodeAction(title=title, kind=T.CodeActionKind.RefactorRewrite, edit=edit,
                         command=None if edit else T.Command(title=title, command="solar.showReorder",
                                                             arguments=[uri, entry]))
@@ -671,6 +670,21 @@ async def cmd_headroom(ls: SolarServer, *args: Any) -> dict:
     if rec is not None and ents[0].get("headroom") and "error" not in ents[0]["headroom"]:
         rec.entry["headroom"] = ents[0]["headroom"]
     return await _show(f"{entry}-headroom", present.headroom_markdown(ents[0]))
+
+
+@server.command("solar.showRoofline")
+async def cmd_roofline(ls: SolarServer, *args: Any) -> dict:
+    """The roofline SVG of the entry on the active chip (matplotlib, in a worker)."""
+    uri, entry = args[:2]
+    s = ls.settings_for(ls.workspace.get_text_document(uri).path)
+    try:
+        reply = await _job(uri, entry, "roofline", {**s.analysis_config(), "verify": False})
+    except (JobFailed, JobCancelled) as exc:
+        return {"error": str(exc) or "superseded"}
+    if reply.get("error"):
+        return {"error": reply["error"]}
+    shown = await _show(f"{entry}-roofline", reply["svg"], ".svg")
+    return {"svg": reply["svg"], "uri": shown["uri"]}
 
 
 @server.command("solar.selectChip")

@@ -115,3 +115,13 @@ def test_presentation_of_a_failed_entry_and_mismatch():
               {"op": "relu_1", "line": 4, "status": "mismatch", "detail": "d", "worst": {"at": [0]}}]}}
     d = present.diagnostics(ok)
     assert [x[0] for x in d] == [3, 4] and "no lowering" in d[0][2] and "does not match" in d[1][2]
+
+
+def test_local_rewrite_only_when_the_value_is_the_chain():
+    from solar_lsp.lsp.rewrite import local_rewrite
+    src = "def f(a, b, c):\n    return a @ b @ c\n"
+    new = 'torch.einsum("ac,cd->ad", a, torch.einsum("cb,bd->cd", b, c))'
+    assert local_rewrite(src, 2, ["a", "b", "c"], new) == (1, 11, 1, 20, new)
+    assert local_rewrite("def f(a, b, c):\n    return (a @ b @ c) + 1\n", 2, ["a", "b", "c"], new) is None
+    assert local_rewrite("def f(a, b, c):\n    y = torch.matmul(torch.mm(a, b), c)\n", 2, ["a", "b", "c"], new)[4] == new
+    assert local_rewrite(src, 2, ["a", "b"], new) is None

@@ -162,6 +162,9 @@ async def test_end_to_end(client: LanguageClient, work: pathlib.Path):
     for chip in ("h100-sxm", "b200", "a6000", "jetson-thor"):
         assert f"| {chip} |" in cmp["text"]
 
+    svg = await command(client, "solar.showRoofline", uri, "Model")
+    assert svg["svg"].lstrip().startswith("<?xml") and "<svg" in svg["svg"] and "roof" in svg["svg"]
+
     # Explain headroom: measured in a worker, reported, and remembered by the hover
     hr = await command(client, "solar.explainHeadroom", uri, "Model")
     assert "Diagnosis:" in hr["text"] and "| fused |" in hr["text"], hr
@@ -325,3 +328,29 @@ async def test_faults_never_stop_the_server(client: LanguageClient, work: pathli
     change(client, good_uri, 3, text)
     await until(lambda: not [d for d in diags(client, good_uri) if "syntax" in d.message.lower()], timeout=30)
     assert (await command(client, "solar.status"))["workers_started"] >= 3
+
+
+CHAIN = """import torch
+
+
+# solar: a=f32[512,512], b=f32[512,512], c=f32[512,4]
+def chain(a, b, c):
+    return a @ b @ c
+"""
+
+
+async def test_reorder_action_edits_the_line(client: LanguageClient, tmp_path: pathlib.Path):
+    await start(client, tmp_path, cacheDir=str(tmp_path / "cache"), verify=False)
+    path = tmp_path / "chain.py"
+    path.write_text(CHAIN)
+    uri = open_doc(client, path)
+    await until(lambda: hints(client, uri))
+    acts = await client.text_document_code_action_async(T.CodeActionParams(
+        text_document=T.TextDocumentIdentifier(uri), range=T.Range(T.Position(5, 4), T.Position(5, 4)),
+        context=T.CodeActionContext(diagnostics=[])))
+    re = [a for a in acts if a.title.startswith("solar: Reorder")]
+    assert re and re[0].edit is not None, [a.title for a in acts]
+    (edit,) = re[0].edit.changes[uri]
+    assert (edit.range.start.line, edit.range.start.character, edit.range.end.character) == (5, 11, 20)
+    assert "torch.einsum(" in edit.new_text and "b, c)" in edit.new_text
+    assert "fewer FLOPs" in re[0].title

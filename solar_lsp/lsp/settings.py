@@ -83,7 +83,7 @@ class Settings:
         """What a worker needs to run ``analyze_file`` (JSON-safe)."""
         return {"hw": [self.chip], "tf32": self.tf32, "target_s": self.target_s,
                 "verify": self.verify, "dims": self.dims, "entries": self.entries,
-                "onchip": self.onchip}
+                "onchip": self.onchip, "llm": self.llm}
 
     def analysis_key(self) -> str:
         return json.dumps({"v": __version__, **self.analysis_config()}, sort_keys=True)

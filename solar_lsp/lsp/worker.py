@@ -57,6 +57,9 @@ def _config(d: dict, entry: str | None):
         cfg.onchip = d["onchip"]
     if d.get("budget_bytes"):
         cfg.budget_bytes = int(d["budget_bytes"])
+    if d.get("llm"):  # the user's opt-in (setting `llm`); the key comes from the environment
+        from ..llm.config import LLMConfig
+        cfg.llm = LLMConfig.from_env()
     return cfg
 
 
@@ -84,6 +87,8 @@ class Worker:
                 self._analyze(rid, path, origin, req)
             elif kind == "ir":
                 self._ir(rid, path, req)
+            elif kind == "roofline":
+                self._roofline(rid, path, req)
             elif kind == "headroom":
                 self._headroom(rid, path, origin, req)
             else:
@@ -130,6 +135,24 @@ class Worker:
         self.send({"type": "result", "id": rid, "text": "\n\n".join(texts),
                    "error": report.error})
 
+
+    def _roofline(self, rid: Any, path: str, req: dict) -> None:
+        import tempfile
+
+        from ..analyze import analyze_file
+        from ..hardware import load_chips
+        from ..plot import roofline
+        cfg = _config({**(req.get("config") or {}), "verify": False}, (req.get("entries") or [None])[0])
+        report = analyze_file(path, cfg)
+        if report.error or not any(e.status == "ok" for e in report.entries):
+            self.send({"type": "result", "id": rid, "svg": "", "error": report.error or
+                       "; ".join(f"{e.name}: {e.error}" for e in report.entries) or "no entry"})
+            return
+        with tempfile.TemporaryDirectory() as d:
+            out = roofline(report, load_chips(cfg.hw), os.path.join(d, "roofline.svg"), cfg.policy)
+            with open(out, encoding="utf-8") as f:
+                svg = f.read()
+        self.send({"type": "result", "id": rid, "svg": svg, "error": None})
 
     def _headroom(self, rid: Any, path: str, origin: str, req: dict) -> None:
         from ..headroom import HeadroomError, headroom_file

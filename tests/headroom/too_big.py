@@ -1,5 +1,4 @@
 """Inputs that do not fit in memory: analysis works (meta tensors), measuring must refuse."""
-import torch
 
 
 # solar: x=f32[65536,262144]

@@ -161,7 +161,15 @@ def _buffer_copy(settings: Settings, path: str, text: str) -> str:
     return copy
 
 
+def _is_view(path: str) -> bool:
+    """Reports the server wrote (IR, fusion, headroom views) are not models to analyze."""
+    views = os.path.realpath(os.path.join(server.settings_for(None).cache_dir, "views"))
+    return os.path.realpath(path).startswith(views + os.sep)
+
+
 def schedule(uri: str, delay: float = 0.0) -> None:
+    if _is_view(server.workspace.get_text_document(uri).path):
+        return
     st = _doc_state(uri)
     if st.debounce is not None:
         st.debounce.cancel()
@@ -385,6 +393,7 @@ async def on_initialized(ls: SolarServer, params: T.InitializedParams) -> None:
     finally:
         ls.config_ready.set()
     ls.ensure_runtime()
+    notify_status()
 
 
 async def _pull_configuration() -> None:
@@ -402,6 +411,7 @@ async def _pull_configuration() -> None:
 
 @server.feature(T.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def on_config(ls: SolarServer, params: T.DidChangeConfigurationParams) -> None:
+    ls.overrides.clear()  # the user's settings now say what they want; earlier commands yield
     settings = params.settings
     if isinstance(settings, dict) and isinstance(settings.get("solar"), dict):
         ls.client_settings = {**ls.client_settings, **settings["solar"]}
@@ -573,7 +583,7 @@ def _reorder_action(uri: str, entry: str, r: dict) -> T.CodeAction:
 
 # ------------------------------------------------------------------ commands
 
-async def _show(name: str, text: str, suffix: str = ".md") -> dict:
+async def _show(name: str, text: str, suffix: str = ".md", open_it: bool = True) -> dict:
     """Write a report where the editor can open it read-only, and ask it to."""
     s = server.settings_for(None)
     d = os.path.join(s.cache_dir, "views")
@@ -587,7 +597,7 @@ async def _show(name: str, text: str, suffix: str = ".md") -> dict:
     with contextlib.suppress(OSError):
         os.chmod(path, 0o444)
     uri = "file://" + path
-    if server.supports_show_document():
+    if open_it and server.supports_show_document():
         with contextlib.suppress(Exception):
             await server.window_show_document_async(T.ShowDocumentParams(uri=uri, take_focus=True))
     return {"uri": uri, "text": text}
@@ -683,7 +693,7 @@ async def cmd_roofline(ls: SolarServer, *args: Any) -> dict:
         return {"error": str(exc) or "superseded"}
     if reply.get("error"):
         return {"error": reply["error"]}
-    shown = await _show(f"{entry}-roofline", reply["svg"], ".svg")
+    shown = await _show(f"{entry}-roofline", reply["svg"], ".svg", open_it=False)  # the client renders it
     return {"svg": reply["svg"], "uri": shown["uri"]}
 
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .discover import DiscoveryError, Entry, discover
 from .einsum_graph import Counts, build_graph
 from .hardware import Chip, load_chips
 from .report import EntryReport, FileReport, LineReport, OpReport
 from .sol import Policy, fused, inverse, op_costs, total_work, unfused
+
+if TYPE_CHECKING:
+    from .llm.config import LLMConfig
 
 DEFAULT_HW = "h100-sxm"
 
@@ -29,6 +34,13 @@ class Config:
     budget_bytes: int = 2 * 1024**3
     dims: dict = field(default_factory=dict)
     entries: dict = field(default_factory=dict)  # name -> pragma, from [tool.solar]
+    # on-chip capacity of the cache-aware bound: "l2", "smem" (shared memory x SMs) or bytes
+    onchip: str | int = "l2"
+    # called with an entry's report once its bounds exist, before verification runs, so a
+    # server can publish the bounds first (DESIGN §4: verification never delays them)
+    on_bounds: Callable[[EntryReport], None] | None = None
+    # the LLM agent (docs/llm.md): None sends nothing; reports then say what would need it
+    llm: LLMConfig | None = None
 
 
 def analyze_file(path: str, config: Config | None = None, chips: list[Chip] | None = None) -> FileReport:
@@ -59,7 +71,8 @@ def analyze_file(path: str, config: Config | None = None, chips: list[Chip] | No
     import_error = None
     t1 = time.perf_counter()
     from .frontend.torch_trace import EntryError, load_module, warm_up
-    warm_up()
+    if any(e.frontend == "torch" for e in entries):  # torch.export's machinery: torch entries only
+        warm_up()
     try:
         module = load_module(path)
     except EntryError as exc:
@@ -68,12 +81,19 @@ def analyze_file(path: str, config: Config | None = None, chips: list[Chip] | No
     for entry in entries:
         er = EntryReport(name=entry.name, line=entry.line, frontend=entry.frontend)
         er.timings = {"discover_s": t_discover, "import_s": t_import}
-        if import_error is not None:
-            _fail(er, import_error)
-        elif entry.frontend != "torch":
-            er.status, er.error = "error", "JAX entries are not supported yet (the JAX frontend is a later issue)"
-        else:
-            analyze_entry(er, module, entry, path, chips, config)
+        try:
+            if import_error is not None:
+                _fail(er, import_error)
+            elif entry.frontend == "jax":
+                from .frontend.jax_pipeline import analyze_jax_entry
+                analyze_jax_entry(er, module, entry, path, chips, config)
+            else:
+                analyze_entry(er, module, entry, path, chips, config)
+        except Exception as exc:  # a bug of ours must cost this entry only, and say so
+            import traceback
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            _fail(er, RuntimeError(f"internal error in solar-lsp ({type(exc).__name__}: {exc} at "
+                                   f"{os.path.basename(where.filename)}:{where.lineno}); please report it"))
         report.entries.append(er)
     return report
 
@@ -93,6 +113,8 @@ def analyze_entry(er: EntryReport, module, entry: Entry, path: str, chips: list[
         traced = trace(module, entry, path)
     except EntryError as exc:
         _fail(er, exc)
+        from .llm.integrate import after_trace_failure
+        after_trace_failure(er, module, entry, path, chips, config, exc)
         return
     er.inputs = [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in traced.input_specs]
     er.timings["trace_s"] = time.perf_counter() - t
@@ -101,6 +123,9 @@ def analyze_entry(er: EntryReport, module, entry: Entry, path: str, chips: list[
     program = lowered.program
     er.unsupported = [{"op": u.op, "line": u.line, "reason": u.reason} for u in lowered.unsupported]
     er.timings["lower_s"] = time.perf_counter() - t
+    if lowered.unsupported:  # the LLM agent may fill these in (opt-in; docs/llm.md)
+        from .llm.integrate import after_lowering
+        after_lowering(er, traced, lowered, module, config)
     t = time.perf_counter()
     graph = build_graph(program)
     er.graph = {"nodes": graph.number_of_nodes(), "edges": graph.number_of_edges(),
@@ -108,9 +133,15 @@ def analyze_entry(er: EntryReport, module, entry: Entry, path: str, chips: list[
                 "aten_nodes": sum(1 for n in traced.exported.graph.nodes if n.op == "call_function")}
     costs = op_costs(program, graph, config.policy)
     fill_sol(er, program, costs, chips, config)
+    if er.llm:
+        from .llm.integrate import mark_sources
+        mark_sources(er, program)
     er.timings["sol_s"] = time.perf_counter() - t
     er.program = program  # type: ignore[attr-defined]  # kept for `solar ir` / `solar graph`
     er.einsum_graph = graph  # type: ignore[attr-defined]
+    if config.verify and config.on_bounds is not None:
+        er.verification = {"status": "unverified", "detail": "verifying"}
+        config.on_bounds(er)
     if config.verify:
         from .verify import verify
         v = verify(traced, lowered, module, config.budget_bytes)
@@ -135,7 +166,8 @@ def fill_sol(er: EntryReport, program, costs, chips: list[Chip], config: Config)
         ln.t_unfused_s += t_s
         ln.ops.append(OpReport(c.op.id, c.op.target, c.op.line, "; ".join(c.einsums) or str(c.op.call),
                                c.shapes, c.dtype, c.counts.macs, c.counts.flops, c.counts.tensor_flops,
-                               c.counts.vector_flops, c.counts.transcendentals, c.bytes, t_s, bound))
+                               c.counts.vector_flops, c.counts.transcendentals, c.bytes, t_s, bound,
+                               t_compute_s=max(c.work.times(chip).values(), default=0.0)))
     er.lines = sorted(lines.values(), key=lambda ln: (ln.line is None, ln.line or 0))
     by_hw = {}
     for ch in chips:
@@ -160,6 +192,8 @@ def fill_sol(er: EntryReport, program, costs, chips: list[Chip], config: Config)
             "fused": inverse(work, total.flops, f0.bytes, config.target_s, _all_chips(chips)),
             "cache_aware": None,
         }}
+    from .multi_fidelity import fill_multi_fidelity
+    fill_multi_fidelity(er, program, costs, chips, config, _all_chips)
 
 
 def _all_chips(chips: list[Chip]) -> list[Chip]:

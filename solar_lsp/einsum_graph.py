@@ -11,7 +11,20 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from .ir.core import FREE_FUNCS, SCALAR_FUNCS, Call, Const, Expr, Index, Kernel, Load, Program, walk
+from .ir import calls_index
+from .ir.core import (
+    FREE_FUNCS,
+    SCALAR_FUNCS,
+    Call,
+    Const,
+    Expr,
+    Index,
+    Kernel,
+    Load,
+    Op,
+    Program,
+    walk,
+)
 from .pragma import dtype_size
 
 # Transcendentals that need the special-function unit even in CUDA's accurate libdevice
@@ -37,6 +50,13 @@ class Counts:
                       self.vector_flops + o.vector_flops, self.transcendentals + o.transcendentals,
                       self.sfu_ops + o.sfu_ops)
 
+    def times(self, n: int) -> Counts:
+        """The counts of ``n`` runs (an op inside a loop body runs ``Op.repeat`` times)."""
+        if n == 1:
+            return self
+        return Counts(self.macs * n, self.tensor_flops * n, self.vector_flops * n,
+                      self.transcendentals * n, self.sfu_ops * n)
+
 
 def count_kernel(k: Kernel) -> Counts:
     """Work over the full iteration space (padding points included, like FlopCounterMode)."""
@@ -56,6 +76,16 @@ def count_kernel(k: Kernel) -> Counts:
     if k.op != "=":
         per += 1  # the combine of the reduction
     return Counts(vector_flops=per * n, transcendentals=trans * n, sfu_ops=sfu * n)
+
+
+def call_counts(p: Program, op: Op) -> Counts:
+    """Work of a composition step: comparisons of a selection, combines of an accumulating
+    scatter (ir/calls_index); views and plain gathers count none."""
+    if op.kind != "gather" or not op.call:
+        return Counts()
+    n = calls_index.work(op.call, [p.tensors[t].shape for t in op.inputs],
+                         [p.tensors[t].shape for t in op.outputs])
+    return Counts(vector_flops=n)
 
 
 def _fmt_index(idx) -> str:
@@ -118,7 +148,7 @@ def build_graph(p: Program) -> nx.MultiDiGraph:
         if op.kind != "compute":
             nid = f"{op.id}"
             g.add_node(nid, kind=op.kind, op=op.id, target=op.target, line=op.line, call=op.call,
-                       counts=Counts(), unit=None, einsum=None)
+                       counts=call_counts(p, op).times(op.repeat), unit=None, einsum=None)
             for t in op.inputs:
                 if t in producer:
                     g.add_edge(producer[t], nid, tensor=t, **_edge(p, t))
@@ -130,7 +160,7 @@ def build_graph(p: Program) -> nx.MultiDiGraph:
             g.add_node(nid, kind="einsum", op=op.id, target=op.target, line=op.line, kernel=k,
                        einsum=einsum_of(k), subscripts=subscripts_of(k), combine=_combine(k),
                        reduce={"+=": "sum", "max=": "max", "min=": "min", "*=": "prod"}.get(k.op),
-                       unit=k.unit, counts=count_kernel(k))
+                       unit=k.unit, counts=count_kernel(k).times(op.repeat))
             reads = k.inputs() + ([k.out.tensor] if k.init == "keep" else [])
             for t in reads:
                 if t in producer:

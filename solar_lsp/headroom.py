@@ -269,13 +269,20 @@ def headroom_entry(module, entry_obj, entry: dict, path: str, device: str, chip,
             compiled, _ = time_call(ccall, device, flush)
         except Exception as exc:
             print(f"torch.compile failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return finish(entry, device, chip, measured, compiled, runs, per_line, ops)
+
+
+def finish(entry: dict, device: str, chip, measured: float, compiled: float | None, runs: int,
+           per_line: dict[int, float], ops: int, scale_lines: bool = True) -> Headroom:
+    """Ratios, the lines with the largest gap and the diagnosis, from the measurements."""
     tot = entry["totals"]
     ratios = {"unfused": measured / tot["t_unfused_s"] if tot["t_unfused_s"] else None,
               "fused": measured / tot["t_fused_s"] if tot["t_fused_s"] else None,
               "cache_aware": measured / tot["t_cache_aware_s"] if tot.get("t_cache_aware_s") else None}
     # the profiled run is slowed by the profiler; its per-line times are used as shares of the
     # measured (flushed, unprofiled) time
-    scale = measured / sum(per_line.values()) if per_line and sum(per_line.values()) > 0 else 1.0
+    total = sum(per_line.values())
+    scale = measured / total if scale_lines and per_line and total > 0 else 1.0
     per_line = {ln: t * scale for ln, t in per_line.items()}
     sol_line = {ln["line"]: ln["t_unfused_s"] for ln in entry.get("lines", []) if ln.get("line")}
     gaps = [LineGap(line, t, sol_line.get(line, 0.0), t / sol_line[line] if sol_line.get(line) else float("inf"))
@@ -317,12 +324,14 @@ def headroom_file(path: str, device: str = "cpu", hw: str | None = None, entry: 
     for er in report.entries:
         if er.status != "ok":
             continue
-        if er.frontend != "torch":
-            er.headroom = {"error": "headroom for JAX entries: see docs/headroom.md"}
-            continue
         try:
-            h = headroom_entry(module, by_name[er.name], er.to_json(), path, device, chip, compile_,
-                               getattr(er, "program", None))
+            if er.frontend == "jax":
+                from .headroom_jax import headroom_jax_entry
+                h = headroom_jax_entry(module, by_name[er.name], er.to_json(), path, device, chip,
+                                       getattr(er, "program", None))
+            else:
+                h = headroom_entry(module, by_name[er.name], er.to_json(), path, device, chip, compile_,
+                                   getattr(er, "program", None))
             er.headroom = h.to_json()
         except HeadroomError as exc:
             er.headroom = {"error": str(exc), "line": exc.line}

@@ -27,13 +27,15 @@ class OpReport:
     bytes: int
     t_s: float
     bound: str
+    source: str = "tracer"  # "llm": IR written by the LLM agent and verified (solar_lsp/llm)
+    t_compute_s: float | None = None  # compute term alone: the op's share once fused
 
     def to_json(self) -> dict:
         return {"op": self.target, "id": self.op, "einsum": self.einsum, "shapes": self.shapes,
                 "dtype": self.dtype, "macs": self.macs, "flops": self.flops,
                 "tensor_flops": self.tensor_flops, "vector_flops": self.vector_flops,
                 "transcendentals": self.transcendentals, "bytes": self.bytes, "t_s": self.t_s,
-                "bound": self.bound}
+                "bound": self.bound, "source": self.source, "t_compute_s": self.t_compute_s}
 
 
 @dataclass
@@ -75,6 +77,14 @@ class EntryReport:
     graph: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     inputs: list[dict] = field(default_factory=list)
+    # how the bound was formed where the code does not fix it: loop trip counts, the branch
+    # of a cond that was counted ({"line", "kind", "note"}; the JAX frontend, docs/jax.md)
+    notes: list[dict] = field(default_factory=list)
+    # measured runtime against the bounds (`solar headroom`), when it was run
+    headroom: dict | None = None
+    # the LLM agent's part (docs/llm.md): what it translated, rounds, tokens, cost; or which
+    # entries/ops would need it when it is not enabled
+    llm: dict | None = None
 
     def to_json(self) -> dict:
         return {"name": self.name, "line": self.line, "status": self.status, "error": self.error,
@@ -82,7 +92,8 @@ class EntryReport:
                 "inputs": self.inputs, "verification": self.verification, "totals": self.totals,
                 "lines": [ln.to_json() for ln in self.lines], "unsupported": self.unsupported,
                 "by_hardware": self.by_hardware, "inverse": self.inverse, "fusion": self.fusion,
-                "reorder": self.reorder, "graph": self.graph, "timings": self.timings}
+                "reorder": self.reorder, "graph": self.graph, "timings": self.timings,
+                "notes": self.notes, "headroom": self.headroom, "llm": self.llm}
 
 
 @dataclass

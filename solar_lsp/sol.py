@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .einsum_graph import Counts, tensor_bytes
+from .einsum_graph import Counts, call_counts, tensor_bytes
 from .hardware import Chip, canonical_dtype
+from .ir import calls_index
 from .ir.core import Kernel, Op, Program
 from .pragma import dtype_size
 
-CONV_TARGETS = ("convolution", "conv1d", "conv2d", "conv3d", "conv_transpose")
+CONV_TARGETS = ("convolution", "conv1d", "conv2d", "conv3d", "conv_transpose", "conv_general_dilated")
 
 
 @dataclass(frozen=True)
@@ -120,13 +121,24 @@ def op_bytes(p: Program, op: Op) -> int:
     if op.kind in ("view", "alloc"):
         return 0
     outs = sum(tensor_bytes(p, t) for t in op.outputs)
-    if op.kind == "gather":
-        table, index = op.inputs[0], op.inputs[1]
-        out_t = p.tensors[op.outputs[0]]
-        rows = out_t.numel * dtype_size(p.tensors[table].dtype)
-        return min(rows, tensor_bytes(p, table)) + tensor_bytes(p, index) + outs
+    if op.kind == "gather":  # a gather reads its table only where it gathers (ir/calls_index)
+        ins = 0
+        for t in op.inputs:
+            r = _call_reads(p, op, t)
+            ins += tensor_bytes(p, t) if r is None else min(r * dtype_size(p.tensors[t].dtype),
+                                                            tensor_bytes(p, t))
+        return ins + outs
     ins = sum(tensor_bytes(p, t) for t in op.inputs)
     return ins + outs
+
+
+def _call_reads(p: Program, op: Op, t: str) -> int | None:
+    """Elements a composition step must read of its input ``t`` (None: all of it)."""
+    if not op.call or t not in op.inputs:
+        return None
+    reads = calls_index.input_reads(op.call, [p.tensors[i].shape for i in op.inputs],
+                                    [p.tensors[o].shape for o in op.outputs])
+    return reads[op.inputs.index(t)]
 
 
 def op_costs(p: Program, g: nx.MultiDiGraph, policy: Policy) -> list[OpCost]:
@@ -143,9 +155,15 @@ def op_costs(p: Program, g: nx.MultiDiGraph, policy: Policy) -> list[OpCost]:
             counts = counts + d["counts"]
             work += kernel_work(d["kernel"], p, op, d["counts"], policy)
             einsums.append(d["einsum"])
+        if op.kind == "gather":  # selection comparisons, scatter combines (ir/calls_index)
+            cc = call_counts(p, op).times(op.repeat)
+            dt = canonical_dtype(p.tensors[op.inputs[0]].dtype) if op.inputs else None
+            dt = "fp16" if dt in ("fp8", "int8", "fp4") else (dt or "fp32")
+            counts = counts + cc
+            work.add("vector", dt, cc.vector_flops)
         shapes = [list(p.tensors[t].shape) for t in op.inputs + op.outputs]
         dtype = p.tensors[op.outputs[0]].dtype if op.outputs else ""
-        costs.append(OpCost(op, counts, work, op_bytes(p, op), einsums, shapes, dtype))
+        costs.append(OpCost(op, counts, work, op_bytes(p, op) * op.repeat, einsums, shapes, dtype))
     return costs
 
 
@@ -166,10 +184,11 @@ def boundary_bytes(p: Program) -> int:
         partial = 0
         whole = False
         for op, via in uses:
-            if op.kind == "gather" and via == op.inputs[0]:
-                partial += p.tensors[op.outputs[0]].numel * dtype_size(p.tensors[t].dtype)
+            r = _call_reads(p, op, via) if op.kind == "gather" else None
+            if r is not None:  # a loop body's op reads its part every iteration
+                partial += r * dtype_size(p.tensors[t].dtype) * op.repeat
             elif via != t and p.unique_numel(via) < p.tensors[t].numel:
-                partial += tensor_bytes(p, via)
+                partial += tensor_bytes(p, via) * op.repeat
             else:
                 whole = True
         total += full if whole else min(full, partial)

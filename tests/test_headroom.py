@@ -66,7 +66,9 @@ def _timed(fn) -> float:
 def _sample() -> list[pathlib.Path]:
     files = list(EXAMPLES)
     corpus = sorted(CORPUS.glob("*.py")) if CORPUS.is_dir() else []
-    return files + corpus[:: max(1, len(corpus) // 12)][:12]
+    jax_dir = ROOT / "tests" / "corpus_jax"
+    jax_files = [jax_dir / n for n in ("mlp_linen.py", "transformer_block_fn.py", "rnn_scan.py")]
+    return files + corpus[:: max(1, len(corpus) // 12)][:12] + [p for p in jax_files if p.exists()]
 
 
 @pytest.mark.parametrize("path", _sample(), ids=lambda p: p.name)
@@ -85,7 +87,8 @@ def test_no_sol_violation_on_cpu(path, host):
             assert h["measured_s"] >= e.totals["t_cache_aware_s"], (e.name, h, e.totals)
         assert h["ratios"]["fused"] >= 1.0
         assert h["top_lines"] and all(g["line"] > 0 for g in h["top_lines"])
-        assert abs(sum(g["measured_s"] for g in h["top_lines"]) - h["measured_s"]) <= h["measured_s"] * 1.001
+        if e.frontend == "torch":  # profile shares of the measured time (JAX: eager op-by-op times)
+            assert abs(sum(g["measured_s"] for g in h["top_lines"]) - h["measured_s"]) <= h["measured_s"] * 1.001
     assert measured >= 1
 
 

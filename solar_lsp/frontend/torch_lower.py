@@ -16,9 +16,10 @@ from typing import Any
 
 import torch
 
-from ..ir.core import Affine, Const, Expr, Guard, Index, Kernel, Load, Op, Program, TensorType, call
+from ..ir.core import Affine, Const, Expr, Index, Kernel, Load, Op, Program, TensorType, call
 from ..ir.validate import IRValidationError, validate_kernel
 from . import builders as B
+from . import norm_kernels as NK
 from .torch_trace import Traced
 
 Shape = tuple[int, ...]
@@ -378,6 +379,14 @@ def _arange(c: Ctx, a: tuple, kw: dict) -> None:
                   call("add", float(start), call("mul", Index(Affine.var("i0")), float(step)))))
 
 
+@lowers("aten.eye.default", "aten.eye.m")
+def _eye(c: Ctx, a: tuple, kw: dict) -> None:
+    """Kept whole: its decomposition builds a uint16 arange the CPU cannot run."""
+    n, m = c.out_shape
+    c.emit(Kernel(c.name("eye"), (("i0", n), ("i1", m)), Load(c.out, (Affine.var("i0"), Affine.var("i1"))), "=",
+                  call("where", call("eq", Index(Affine.var("i0")), Index(Affine.var("i1"))), 1.0, 0.0)))
+
+
 @lowers("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
         "aten.empty.default")
 def _empty(c: Ctx, a: tuple, kw: dict) -> None:
@@ -477,8 +486,15 @@ def _reduce(c: Ctx, a: tuple, kw: dict) -> None:
             c.emit(B.reduce(name, x, xs, dims, keep, out, "+=", pre=lambda v: call("abs", v)))
         elif ordp == float("inf"):
             c.emit(B.reduce(name, x, xs, dims, keep, out, "max=", pre=lambda v: call("abs", v)))
-        else:
-            raise Unsupported(f"vector norm of order {ordp}")
+        elif ordp == float("-inf"):
+            c.emit(B.reduce(name, x, xs, dims, keep, out, "min=", pre=lambda v: call("abs", v)))
+        elif ordp == 0:  # the number of non-zero elements
+            c.emit(B.reduce(name, x, xs, dims, keep, out, "+=", pre=lambda v: call("ne", v, 0.0)))
+        else:  # (sum |x|^p)^(1/p), negative and fractional p alike
+            p = float(ordp)
+            s = c.tmp(c.out_shape)
+            c.emit(B.reduce(name, x, xs, dims, keep, s, "+=", pre=lambda v: call("pow", call("abs", v), p)))
+            c.ew(lambda v: call("pow", v, 1.0 / p), _node_for(c, s))
 
 
 class _TmpRef:
@@ -538,49 +554,58 @@ def _reduced_to_keep(vs: list[str], xs: Shape, dims: list[int], keep: bool) -> t
     return tuple(Affine.of(0) if d in dims else Affine.var(next(it)) for d in range(len(xs)))
 
 
-@lowers("aten.argmax.default", "aten.argmin.default", "aten.max.dim", "aten.min.dim")
-def _argmax(c: Ctx, a: tuple, kw: dict) -> None:
-    x = c.t(a[0])
-    xs = c.shape(x)
-    t = str(c.node.target)
-    is_max = "max" in t
-    dim = a[1] if len(a) > 1 else kw.get("dim")
-    keep = _keep(a, kw)
-    if dim is None:
-        raise Unsupported("argmax over a flattened tensor")
-    dim %= len(xs)
-    ks = tuple(1 if d == dim else s for d, s in enumerate(xs))
-    m = c.tmp(ks)
-    c.emit(B.reduce(c.name("ext"), x, xs, [dim], True, m, "max=" if is_max else "min="))
-    outs = c.lw.out_names(c.node)
-    idx_out = outs[1] if "arg" not in t else outs[0]
-    for o in outs:
-        if o not in c.outputs:
-            c.outputs.append(o)
-    big = float(xs[dim])
-    # first index where x equals the extreme value
-    c.emit(B.reduce(c.name("arg"), x, xs, [dim], keep, idx_out, "min=",
-                    pre=lambda v, mm: call("where", call("eq", v, mm), Index(Affine.var(f"i{dim}")), big),
-                    extra=[(m, ks)]))
-    if "arg" not in t:
-        rs = c.shape(outs[0])
-        vs = B.ivars(len(rs))
-        c.emit(Kernel(c.name("val"), tuple(zip(vs, rs)), Load(outs[0], B.plain(vs)), "=",
-                      Load(m, _reduced_to_keep(vs, xs, [dim], keep))))
-
-
-@lowers("aten.cumsum.default", "aten.cumprod.default")
+@lowers("aten.cumsum.default", "aten.cumprod.default", "aten.cummax.default", "aten.cummin.default",
+        "aten.logcumsumexp.default")
 def _cum(c: Ctx, a: tuple, kw: dict) -> None:
+    """A scan as a recurrence: ``out[.., 0, ..] = x[.., 0, ..]`` then, for v < n-1,
+    ``out[.., v+1, ..] = out[.., v, ..] (+) x[.., v+1, ..]``: n-1 combines per scan line,
+    executed in order (docs/sol-model.md, Scans)."""
     x = c.t(a[0])
     xs = c.shape(x)
+    if not xs:  # a 0-d scan is a copy
+        c.ew(lambda v: v, a[0])
+        return
     dim = a[1] % len(xs)
+    base = str(c.node.target).split(".")[1]
+    n = xs[dim]
+    if n == 0 or 0 in xs:  # an empty scan writes nothing
+        for o in c.lw.out_names(c.node):
+            c.outputs.append(o)
+        c.kind = "alloc"
+        return
     vs = B.ivars(len(xs))
-    j = "j"
-    loops = tuple(zip(vs, xs)) + ((j, xs[dim]),)
-    xi = tuple(Affine.var(j) if d == dim else Affine.var(v) for d, v in enumerate(vs))
-    op = "+=" if "cumsum" in str(c.node.target) else "*="
-    c.emit(Kernel(c.name("cum"), loops, Load(c.out, B.plain(vs)), op, Load(x, xi),
-                  guards=(Guard(Affine.var(vs[dim]) + Affine.var(j, -1), 0, None),)))
+    first_loops = tuple((v, s) for d, (v, s) in enumerate(zip(vs, xs)) if d != dim)
+    first_idx = tuple(Affine.of(0) if d == dim else Affine.var(v) for d, v in enumerate(vs))
+    scan_loops = tuple((v, n - 1 if d == dim else s) for d, (v, s) in enumerate(zip(vs, xs)))
+    prev = B.plain(vs)
+    cur = tuple(Affine.var(v) + 1 if d == dim else Affine.var(v) for d, v in enumerate(vs))
+    outs = c.lw.out_names(c.node)
+    val = c.out_n(0)
+
+    def combine(p: Expr, q: Expr) -> Expr:
+        if base == "cumsum":
+            return call("add", p, q)
+        if base == "cumprod":
+            return call("mul", p, q)
+        if base == "cummax":
+            return call("max", p, q)
+        if base == "cummin":
+            return call("min", p, q)
+        # log(exp(p) + exp(q)), stable: max + log1p(exp(-|p - q|))
+        return call("add", call("max", p, q), call("log1p", call("exp", call("neg", call("abs", call("sub", p, q))))))
+
+    c.emit(Kernel(c.name("scan0"), first_loops, Load(val, first_idx), "=", Load(x, first_idx)))
+    if n > 1:
+        c.emit(Kernel(c.name("scan"), scan_loops, Load(val, cur), "=", combine(Load(val, prev), Load(x, cur))))
+    if base in ("cummax", "cummin") and len(outs) > 1:
+        # index of the running extreme: moves on ties (torch compares with >= / <=)
+        idx = c.out_n(1)
+        c.emit(Kernel(c.name("arg0"), first_loops, Load(idx, first_idx), "=", Const(0.0)))
+        if n > 1:
+            cmp = "ge" if base == "cummax" else "le"
+            take = call(cmp, Load(x, cur), Load(val, prev))
+            c.emit(Kernel(c.name("arg"), scan_loops, Load(idx, cur), "=",
+                          call("where", take, Index(Affine.var(vs[dim]) + 1), Load(idx, prev))))
 
 
 # ---- contractions
@@ -718,13 +743,35 @@ def _einsum(c: Ctx, a: tuple, kw: dict) -> None:
         out = c.out if last else c.tmp(out_s, c.dtype(c.out))
         if len(picked) == 2:
             (a_, at, as_), (b_, bt, bs) = picked
-            c.emit(B.contraction(c.name("ein"), out, list(out_t), a_, idx(at, as_), b_, idx(bt, bs), ext))
+            # torch.einsum first sums out the indices only one operand has (sumproduct_pair)
+            a_, at, as_ = _einsum_presum(c, a_, at, as_, set(bt) | later, idx)
+            b_, bt, bs = _einsum_presum(c, b_, bt, bs, set(at) | later, idx)
+            if (set(at) & set(bt)) - set(out_t):
+                c.emit(B.contraction(c.name("ein"), out, list(out_t), a_, idx(at, as_), b_, idx(bt, bs), ext))
+            else:  # nothing to contract: an elementwise (outer) product, which torch runs as mul
+                loops = tuple((ch, ext[ch]) for ch in out_t)
+                c.emit(Kernel(c.name("ein"), loops, Load(out, B.plain(list(out_t))), "=",
+                              call("mul", Load(a_, idx(at, as_)), Load(b_, idx(bt, bs)))))
         else:
             (a_, at, as_), = picked
             loops = tuple((ch, ext[ch]) for ch in dict.fromkeys(out_t + at))
             c.emit(Kernel(c.name("ein"), loops, Load(out, B.plain(list(out_t))),
                           "+=" if set(at) - set(out_t) else "=", Load(a_, idx(at, as_))))
         live.append((out, out_t, out_s))
+
+
+def _einsum_presum(c: Ctx, x: str, t: str, s: Shape, keep: set[str],
+                   idx: Callable[[str, Shape], tuple[Affine, ...]]) -> tuple[str, str, Shape]:
+    """Sum out of one einsum operand the indices no other operand nor the output has."""
+    sizes = dict(zip(t, s))
+    kept = "".join(ch for ch in dict.fromkeys(t) if ch in keep)
+    if len(kept) == len(set(t)):
+        return x, t, s
+    ks = tuple(sizes[ch] for ch in kept)
+    out = c.tmp(ks, c.dtype(x))
+    loops = tuple((ch, sizes[ch]) for ch in dict.fromkeys(kept + t))
+    c.emit(Kernel(c.name("ein_sum"), loops, Load(out, B.plain(list(kept))), "+=", Load(x, idx(t, s))))
+    return out, kept, ks
 
 
 @lowers("aten.convolution.default", "aten._convolution.default", "aten.conv1d.default",
@@ -826,18 +873,33 @@ def _softmax(c: Ctx, a: tuple, kw: dict) -> None:
     c.emit(*B.softmax(c.name("sm"), x, c.shape(x), a[1], c.out, c.tmp, log="log" in str(c.node.target)))
 
 
+def _vec(c: Ctx, arg: Any, index: tuple[Affine, ...], vars_: tuple[str, ...]) -> NK.Affine1 | None:
+    """A weight/bias argument (None when absent) indexed by ``index`` over ``vars_``."""
+    return None if arg is None else NK.Affine1(c.t(arg), index, vars_)
+
+
+def _stat_outputs(c: Ctx, sp: NK.NormSpace, mean: str | None, rstd: str, shape_of: Shape) -> None:
+    """native_* variants also return mean and rstd: copy the statistics into them."""
+    outs = c.lw.out_names(c.node)
+    for i, src in ((1, mean), (2, rstd)):
+        if len(outs) <= i or outs[i] is None or src is None or c.shape(outs[i]) != shape_of:
+            continue
+        dst = c.out_n(i)
+        vs = list(sp.stat_vars)  # the leading dims; the normalised ones are kept as size 1
+        di = sp.idx(vs) + (Affine.of(0),) * (len(shape_of) - len(vs))
+        c.kernels.insert(len(c.kernels) - 1, Kernel(c.name("stat"), sp.sub(vs), Load(dst, di), "=",
+                                                    Load(src, sp.idx(vs))))
+
+
 @lowers("aten.layer_norm.default", "aten.native_layer_norm.default")
 def _layer_norm(c: Ctx, a: tuple, kw: dict) -> None:
     x = c.t(a[0])
     xs = c.shape(x)
     nd = len(a[1])
-    w = a[2] if len(a) > 2 else None
-    b = a[3] if len(a) > 3 else None
+    w = a[2] if len(a) > 2 else kw.get("weight")
+    b = a[3] if len(a) > 3 else kw.get("bias")
     eps = float(a[4] if len(a) > 4 else kw.get("eps", 1e-5))
-    dims = list(range(len(xs) - nd, len(xs)))
-    wt = (c.t(w), c.shape(c.t(w))) if w is not None else None
-    bt = (c.t(b), c.shape(c.t(b))) if b is not None else None
-    c.emit(*B.normalize(c.name("ln"), x, xs, dims, c.out_n(0), c.tmp, eps, wt, bt))
+    _row_norm(c, x, xs, nd, w, b, eps, rms=False)
 
 
 @lowers("aten.rms_norm.default")
@@ -849,68 +911,97 @@ def _rms_norm(c: Ctx, a: tuple, kw: dict) -> None:
     eps = a[3] if len(a) > 3 else kw.get("eps")
     if eps is None:
         eps = torch.finfo(getattr(torch, c.dtype(x))).eps
-    dims = list(range(len(xs) - nd, len(xs)))
-    wt = (c.t(w), c.shape(c.t(w))) if w is not None else None
-    c.emit(*B.normalize(c.name("rms"), x, xs, dims, c.out, c.tmp, float(eps), wt, None, rms=True))
+    _row_norm(c, x, xs, nd, w, None, float(eps), rms=True)
+
+
+def _row_norm(c: Ctx, x: str, xs: Shape, nd: int, w: Any, b: Any, eps: float, rms: bool) -> None:
+    """Layer / RMS norm: statistics per leading index over the last ``nd`` dims; the affine
+    runs along the normalised dims (no folding: it would be as large as x)."""
+    vs = B.ivars(len(xs))
+    lead, norm = tuple(vs[:len(xs) - nd]), tuple(vs[len(xs) - nd:])
+    sp = NK.NormSpace(tuple(zip(vs, xs)), B.plain(vs), lead)
+    ks, mean, rstd, _ = NK.statistics(lambda s: c.name(s), sp, x, c.tmp, eps, rms=rms)
+    c.emit(*ks)
+    c.emit(*NK.normalize_out(lambda s: c.name(s), sp, x, c.out_n(0), B.plain(vs), mean, rstd,
+                             _vec(c, w, B.plain(norm), norm), _vec(c, b, B.plain(norm), norm), c.tmp))
+    _stat_outputs(c, sp, mean, rstd, tuple(s if d < len(xs) - nd else 1 for d, s in enumerate(xs)))
 
 
 @lowers("aten._native_batch_norm_legit_no_training.default", "aten.batch_norm.default",
-        "aten._native_batch_norm_legit.default", "aten.native_batch_norm.default")
+        "aten._native_batch_norm_legit.default", "aten.native_batch_norm.default",
+        "aten._native_batch_norm_legit.no_stats", "aten._native_batch_norm_legit_functional.default")
 def _batch_norm(c: Ctx, a: tuple, kw: dict) -> None:
+    """Batch statistics per channel in training (and the running-stat updates of the
+    functional variant), running statistics in eval; both fold into a per-channel
+    scale and shift."""
     t = str(c.node.target)
     x = c.t(a[0])
     xs = c.shape(x)
-    w, b, rm, rv = a[1], a[2], a[3], a[4]
-    if "no_training" in t:
-        eps = float(a[6])
-        training = False
-    elif "aten.batch_norm" in t:
-        training, eps = bool(a[5]), float(a[7])
+    w, b = a[1], a[2]
+    if "no_stats" in t:
+        rm = rv = None
+        training, momentum, eps = bool(a[3]), float(a[4]), float(a[5])
+    elif "no_training" in t:
+        rm, rv, training, momentum, eps = a[3], a[4], False, float(a[5]), float(a[6])
     else:
-        training = bool(a[5])
-        eps = float(a[7])
+        rm, rv, training, momentum, eps = a[3], a[4], bool(a[5]), float(a[6]), float(a[7])
     vs = B.ivars(len(xs))
+    ch = (Affine.var(vs[1]),)
+    sp = NK.NormSpace(tuple(zip(vs, xs)), B.plain(vs), (vs[1],))
+    name = lambda s: c.name(s)  # noqa: E731
     out = c.out_n(0)
     if training or rm is None:
-        wt = (c.t(w), c.shape(c.t(w))) if w is not None else None
-        bt = (c.t(b), c.shape(c.t(b))) if b is not None else None
-        dims = [0] + list(range(2, len(xs)))
-        c.emit(*B.normalize(c.name("bn"), x, xs, dims, out, c.tmp, eps, wt, bt, affine_dims=[1]))
-        return
-    ch = (Affine.var(vs[1]),)
-    body: Expr = call("mul", call("sub", Load(x, B.plain(vs)), Load(c.t(rm), ch)),
-                      call("rsqrt", call("add", Load(c.t(rv), ch), eps)))
-    if w is not None:
-        body = call("mul", body, Load(c.t(w), ch))
-    if b is not None:
-        body = call("add", body, Load(c.t(b), ch))
-    c.emit(Kernel(c.name("bn"), tuple(zip(vs, xs)), Load(out, B.plain(vs)), "=", body))
+        outs = c.lw.out_names(c.node)
+        keep = [i for i in (1, 2) if len(outs) > i and outs[i] is not None
+                and c.shape(outs[i]) == (xs[1],)]
+        ks, mean, rstd, q = NK.statistics(name, sp, x, c.tmp, eps,
+                                          mean_out=c.out_n(1) if 1 in keep else None,
+                                          rstd_out=c.out_n(2) if 2 in keep else None)
+        c.emit(*ks)
+        if "functional" in t and rm is not None and len(outs) > 4:
+            n = sp.n
+            unbiased = call("mul", call("sub", call("div", Load(q, ch), float(n)),
+                                        call("mul", Load(mean, ch), Load(mean, ch))),
+                            float(n) / max(n - 1, 1))
+            for i, run, new in ((3, rm, Load(mean, ch)), (4, rv, unbiased)):
+                c.emit(Kernel(c.name("running"), ((vs[1], xs[1]),), Load(c.out_n(i), ch), "=",
+                              call("add", call("mul", Load(c.t(run), ch), 1.0 - momentum),
+                                   call("mul", new, momentum))))
+    else:
+        mean = c.t(rm)
+        rstd = c.tmp((xs[1],))
+        c.emit(Kernel(c.name("rstd"), ((vs[1], xs[1]),), Load(rstd, ch), "=",
+                      call("rsqrt", call("add", Load(c.t(rv), ch), eps))))
+    c.emit(*NK.normalize_out(name, sp, x, out, B.plain(vs), mean, rstd,
+                             _vec(c, w, ch, (vs[1],)), _vec(c, b, ch, (vs[1],)), c.tmp))
 
 
 @lowers("aten.instance_norm.default")
 def _instance_norm(c: Ctx, a: tuple, kw: dict) -> None:
+    """Statistics per (sample, channel) over the spatial dims (or the running statistics
+    when ``use_input_stats`` is off); the affine folds per (sample, channel)."""
     x = c.t(a[0])
     xs = c.shape(x)
     w, b, rm, rv, use_stats, eps = a[1], a[2], a[3], a[4], bool(a[5]), float(a[7])
-    wt = (c.t(w), c.shape(c.t(w))) if w is not None else None
-    bt = (c.t(b), c.shape(c.t(b))) if b is not None else None
+    vs = B.ivars(len(xs))
+    ch = (Affine.var(vs[1]),)
+    name = lambda s: c.name(s)  # noqa: E731
     if not use_stats and rm is not None:
-        vs = B.ivars(len(xs))
-        ch = (Affine.var(vs[1]),)
-        body: Expr = call("mul", call("sub", Load(x, B.plain(vs)), Load(c.t(rm), ch)),
-                          call("rsqrt", call("add", Load(c.t(rv), ch), eps)))
-        if wt:
-            body = call("mul", body, Load(wt[0], ch))
-        if bt:
-            body = call("add", body, Load(bt[0], ch))
-        c.emit(Kernel(c.name("in"), tuple(zip(vs, xs)), Load(c.out, B.plain(vs)), "=", body))
-        return
-    c.emit(*B.normalize(c.name("in"), x, xs, list(range(2, len(xs))), c.out, c.tmp, eps, wt, bt,
-                        affine_dims=[1]))
+        sp = NK.NormSpace(tuple(zip(vs, xs)), B.plain(vs), (vs[1],))
+        mean, rstd = c.t(rm), c.tmp((xs[1],))
+        c.emit(Kernel(c.name("rstd"), ((vs[1], xs[1]),), Load(rstd, ch), "=",
+                      call("rsqrt", call("add", Load(c.t(rv), ch), eps))))
+    else:
+        sp = NK.NormSpace(tuple(zip(vs, xs)), B.plain(vs), (vs[0], vs[1]))
+        ks, mean, rstd, _ = NK.statistics(name, sp, x, c.tmp, eps)
+        c.emit(*ks)
+    c.emit(*NK.normalize_out(name, sp, x, c.out, B.plain(vs), mean, rstd,
+                             _vec(c, w, ch, (vs[1],)), _vec(c, b, ch, (vs[1],)), c.tmp))
 
 
 @lowers("aten.group_norm.default", "aten.native_group_norm.default")
 def _group_norm(c: Ctx, a: tuple, kw: dict) -> None:
+    """Statistics per (sample, group); the affine folds per (sample, channel)."""
     x = c.t(a[0])
     xs = c.shape(x)
     t = str(c.node.target)
@@ -918,77 +1009,27 @@ def _group_norm(c: Ctx, a: tuple, kw: dict) -> None:
         w, b, groups, eps = a[1], a[2], int(a[6]), float(a[7])
     else:
         groups = int(a[1])
-        w = a[2] if len(a) > 2 else None
-        b = a[3] if len(a) > 3 else None
-        eps = float(a[4] if len(a) > 4 else 1e-5)
+        w = a[2] if len(a) > 2 else kw.get("weight")
+        b = a[3] if len(a) > 3 else kw.get("bias")
+        eps = float(a[4] if len(a) > 4 else kw.get("eps", 1e-5))
     n, ch = xs[0], xs[1]
     cg = ch // groups
-    sp = list(xs[2:])
-    spv = [f"s{d}" for d in range(len(sp))]
-    ext = {"n": n, "g": groups, "c": cg} | dict(zip(spv, sp))
-    cnt = float(cg * math.prod(sp))
+    spv = [f"s{d}" for d in range(len(xs) - 2)]
+    loops = (("n", n), ("g", groups), ("c", cg)) + tuple(zip(spv, xs[2:]))
     xi = (Affine.var("n"), Affine.var("g", cg) + Affine.var("c")) + B.plain(spv)
-    stat = (Affine.var("n"), Affine.var("g"))
-    mean, var = c.tmp((n, groups)), c.tmp((n, groups))
-    loops = tuple((v, ext[v]) for v in ["n", "g", "c"] + spv)
-    xl = Load(x, xi)
-    c.emit(Kernel(c.name("mean"), loops, Load(mean, stat), "+=", xl))
-    centered = call("sub", xl, call("div", Load(mean, stat), cnt))
-    c.emit(Kernel(c.name("var"), loops, Load(var, stat), "+=", call("mul", centered, centered)))
-    body: Expr = call("mul", centered, call("rsqrt", call("add", call("div", Load(var, stat), cnt), eps)))
+    sp = NK.NormSpace(loops, xi, ("n", "g"))
+    name = lambda s: c.name(s)  # noqa: E731
+    outs = c.lw.out_names(c.node)
+    keep = {i: c.out_n(i) for i in (1, 2) if len(outs) > i and outs[i] is not None
+            and c.shape(outs[i]) == (n, groups)}
+    ks, mean, rstd, _ = NK.statistics(name, sp, x, c.tmp, eps, mean_out=keep.get(1), rstd_out=keep.get(2))
+    c.emit(*ks)
     chi = (Affine.var("g", cg) + Affine.var("c"),)
-    if w is not None:
-        body = call("mul", body, Load(c.t(w), chi))
-    if b is not None:
-        body = call("add", body, Load(c.t(b), chi))
-    c.emit(Kernel(c.name("out"), loops, Load(c.out_n(0), xi), "=", body))
+    c.emit(*NK.normalize_out(name, sp, x, c.out_n(0), xi, mean, rstd, _vec(c, w, chi, ("g", "c")),
+                             _vec(c, b, chi, ("g", "c")), c.tmp))
 
 
-# ---- pooling
-
-@lowers("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default",
-        "aten.max_pool1d.default", "aten.max_pool2d.default", "aten.max_pool3d.default",
-        "aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default")
-def _pool(c: Ctx, a: tuple, kw: dict) -> None:
-    t = str(c.node.target)
-    x = c.t(a[0])
-    xs = c.shape(x)
-    nd = 1 if "1d" in t else (2 if "2d" in t else 3)
-
-    def tup(v: Any, default: Any) -> list[int]:
-        if v is None or v == []:
-            v = default
-        if isinstance(v, int):
-            return [v] * nd
-        v = list(v)
-        return v * nd if len(v) == 1 else v
-    kernel = tup(a[1], 1)
-    stride = tup(a[2] if len(a) > 2 else None, kernel)
-    padding = tup(a[3] if len(a) > 3 else 0, 0)
-    out = c.out_n(0)
-    os_ = c.shape(out)
-    if "max" in t:
-        dilation = tup(a[4] if len(a) > 4 else 1, 1)
-        c.emit(*B.pool(c.name("pool"), x, xs, out, os_, kernel, stride, padding, dilation, "max"))
-    else:
-        cip = bool(a[5] if len(a) > 5 else True)
-        div = a[6] if len(a) > 6 else None
-        c.emit(*B.pool(c.name("pool"), x, xs, out, os_, kernel, stride, padding, [1] * nd, "avg",
-                       cip, div, c.tmp))
-
-
-@lowers("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default",
-        "aten._adaptive_avg_pool3d.default", "aten.adaptive_avg_pool1d.default")
-def _adaptive(c: Ctx, a: tuple, kw: dict) -> None:
-    x = c.t(a[0])
-    xs = c.shape(x)
-    os_ = c.out_shape
-    nd = len(a[1]) if isinstance(a[1], (list, tuple)) else 1
-    ins, outs = xs[-nd:], os_[-nd:]
-    if any(i % o for i, o in zip(ins, outs)):
-        raise Unsupported(f"adaptive pooling {tuple(ins)} -> {tuple(outs)} with uneven windows")
-    k = [i // o for i, o in zip(ins, outs)]
-    c.emit(*B.pool(c.name("pool"), x, xs, c.out, os_, k, k, [0] * nd, [1] * nd, "avg", True, None, c.tmp))
+# ---- pooling: frontend/lower_spatial.py
 
 
 # ---- copies with affine structure
@@ -1197,6 +1238,12 @@ def _lower_node(lw: LowerState, node: Any) -> None:
     if name.startswith("aten.sym_") or name.startswith("aten._assert"):
         lw.env[node.name] = None
         return
+    reason = lower_index.data_dependent(node)  # nonzero, boolean masks: no static shape
+    if reason is not None:
+        lw.env[node.name] = None
+        if reason:
+            lw.unsupported.append(UnsupportedOp(name, line, reason))
+        return
     if name in ("aten.split_with_sizes.default", "aten.split.Tensor", "aten.unbind.int",
                 "aten.chunk.default"):
         lw.env[node.name] = ("__split__", node)
@@ -1230,7 +1277,7 @@ def _lower_node(lw: LowerState, node: Any) -> None:
         lw.program.views[c.outputs[0]] = c.inputs[0]
         base = c.inputs[0]
         uniq = lw.program.unique_numel(base)
-        if c.call and c.call[0] in ("slice", "select"):
+        if c.call and c.call[0] in ("slice", "select", "diagonal"):
             uniq = min(uniq, lw.program.tensors[c.outputs[0]].numel)
         lw.program.unique[c.outputs[0]] = uniq
     lw.program.ops.append(op)

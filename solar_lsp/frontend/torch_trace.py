@@ -27,7 +27,14 @@ KEEP_WHOLE = (
     "linear", "matmul", "einsum", "layer_norm", "group_norm", "rms_norm", "instance_norm",
     "scaled_dot_product_attention", "batch_norm", "conv1d", "conv2d", "conv3d",
     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "silu", "mish", "hardswish",
-    "hardsigmoid", "softplus", "elu", "leaky_relu", "gelu", "hardtanh", "logsumexp",
+    "hardsigmoid", "softplus", "elu", "leaky_relu", "gelu", "hardtanh", "logsumexp", "eye",
+    # resampling and im2col: lowered in lower_spatial (their decompositions are index gathers)
+    "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "_upsample_nearest_exact1d",
+    "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "upsample_linear1d",
+    "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d", "pixel_shuffle",
+    "pixel_unshuffle", "im2col", "col2im",
+    # recurrent layers: lowered unrolled over time in lower_recurrent (DESIGN §2)
+    "lstm", "gru", "rnn_tanh", "rnn_relu",
 )
 
 

@@ -232,6 +232,9 @@ class Op:
     # ("index_select", dim). Executed with numpy; views cost no traffic, gathers do.
     call: tuple | None = None
     note: str = ""
+    # How many times the op runs per call of the entry (a loop body's trip count); its
+    # counts and unfused bytes scale by it. Loop bodies are emitted once, never unrolled.
+    repeat: int = 1
 
 
 @dataclass

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import calls_index
 from .core import SCALAR_FUNCS, Affine, Call, Const, Expr, Guard, Index, Kernel, Load, Program
 
 log = logging.getLogger(__name__)
@@ -257,6 +258,11 @@ class _Gen:
             for i in ovpos:
                 lines.append((ind, f"for v{i} in range(n{i}):"))
                 ind += 1
+            # guards on the output's own vars (padding, transposed-conv ranges) bound the index
+            for vp, cond, _ in guards:
+                if set(vp) <= set(ovpos):
+                    lines.append((ind, f"if {cond}:"))
+                    ind += 1
             lines += [(ind, s) for s in out_lines]
             lines.append((ind, f"{out_ref} = {_IDENT_SRC[op]}"))
         s = max(ovpos) + 1 if ovpos else 0
@@ -617,7 +623,7 @@ def cache_size() -> int:
 # ---------------------------------------------------------------- composition layer
 
 
-def _apply_call(call: tuple, ins: list[np.ndarray]) -> np.ndarray:
+def _apply_call(call: tuple, ins: list[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:
     kind = call[0]
     x = ins[0]
     if kind == "reshape":
@@ -662,6 +668,10 @@ def _apply_call(call: tuple, ins: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(ins, axis=call[1] if len(call) > 1 else 0)
     if kind == "stack":
         return np.stack(ins, axis=call[1] if len(call) > 1 else 0)
+    if kind == "diagonal":
+        return np.diagonal(x, offset=call[1], axis1=call[2], axis2=call[3])
+    if kind in calls_index.KINDS:  # selection and indexing; may return several outputs
+        return calls_index.apply(call, ins)
     raise ValueError(f"unsupported composition call {call!r}")
 
 
@@ -695,13 +705,15 @@ def run_program_ops(p: Program, arrays: dict[str, np.ndarray]) -> None:
             raise ValueError(f"op {op.id} ({op.kind}) has no call to execute")
         for t in op.inputs:
             alloc(t)
-        res = _apply_call(op.call, [arrays[t] for t in op.inputs])
-        out = op.outputs[0]
-        tt = p.tensors.get(out)
-        if tt is not None and tuple(res.shape) != tuple(tt.shape):
-            if res.size != tt.numel:
-                raise ValueError(
-                    f"op {op.id}: {op.call[0]} gives shape {res.shape}, {out} declares {tt.shape}"
-                )
-            res = res.reshape(tt.shape)
-        arrays[out] = res
+        results = _apply_call(op.call, [arrays[t] for t in op.inputs])
+        if not isinstance(results, tuple):
+            results = (results,)
+        for out, res in zip(op.outputs, results):  # a call may fill several outputs in order
+            tt = p.tensors.get(out)
+            if tt is not None and tuple(res.shape) != tuple(tt.shape):
+                if res.size != tt.numel:
+                    raise ValueError(
+                        f"op {op.id}: {op.call[0]} gives shape {res.shape}, {out} declares {tt.shape}"
+                    )
+                res = res.reshape(tt.shape)
+            arrays[out] = res

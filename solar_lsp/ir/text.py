@@ -27,7 +27,7 @@ is executable Python (the kernel bodies are plain loops over subscripts).  Gramm
     def index_select_2(w, i) -> t3:
         t3 = gather.index_select(w, 0, i)                 gather: out = gather.NAME(in0, *call[1:], *in[1:])
 
-Decorator keywords: ``@op(target, line=, id=, kind=, call=, note=)`` (``id=`` only when
+Decorator keywords: ``@op(target, line=, id=, kind=, call=, note=, repeat=)`` (``id=`` only when
 the op id is not an identifier; ``kind=``/``call=`` only when the op is not printable in
 the one-line form) and ``@kernel(unit=, init=, op=, name=)``.
 
@@ -335,6 +335,8 @@ def _op_lines(op: Op) -> list[str]:
             kw.append(f"call={_fmt_lit(op.call)}")
     if op.note:
         kw.append(f"note={_q(op.note)}")
+    if op.repeat != 1:  # a loop body's op: runs `repeat` times per call
+        kw.append(f"repeat={op.repeat!r}")
     for t in op.inputs + op.outputs:
         _need_ident(t, "tensor name")
     sig = f"def {fname}({', '.join(op.inputs)})"
@@ -703,7 +705,7 @@ class _Parser:
         if len(deco.args) != 1:
             raise self.err(deco, "@op takes the target string as its only positional argument")
         target = self.str_lit(deco.args[0], "op target")
-        kw = self.keywords(deco, ("line", "id", "kind", "call", "note"), "@op")
+        kw = self.keywords(deco, ("line", "id", "kind", "call", "note", "repeat"), "@op")
         line = None
         if "line" in kw:
             lv = self.lit(kw["line"])
@@ -714,6 +716,7 @@ class _Parser:
         kind = self.str_lit(kw["kind"], "kind") if "kind" in kw else None
         call = self.lit(kw["call"]) if "call" in kw else None
         note = self.str_lit(kw["note"], "note") if "note" in kw else ""
+        repeat = self.int_lit(kw["repeat"], "repeat") if "repeat" in kw else 1
         a = fn.args
         if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults:
             raise self.err(fn, f"op {op_id!r}: parameters must be plain input tensor names")
@@ -742,7 +745,8 @@ class _Parser:
                     raise self.err(st, f"op {op_id!r}: an op body holds @kernel functions, "
                                        "one view/gather line, or `pass`")
                 kernels.append(self.kernel(st))
-        return Op(op_id, target, line, inputs, outputs, kernels, kind or "compute", call, note)
+        return Op(op_id, target, line, inputs, outputs, kernels, kind or "compute", call, note,
+                  repeat=repeat)
 
     def _call_line(self, st: ast.Assign, op_id: str, inputs: list[str], outputs: list[str]):
         if len(st.targets) != 1:

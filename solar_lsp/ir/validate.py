@@ -65,6 +65,58 @@ def _check_affine(a: object, what: str, loop_vars: list[str], fail) -> None:
             fail(f"{what} uses {v!r}, which is not a loop variable of the kernel (loops: {loops})")
 
 
+def _single_var(a: Affine) -> tuple[str, int] | None:
+    """``(v, c)`` when ``a`` is ``c*v + const`` with one variable, else None."""
+    terms = _norm(a)[0]
+    return terms[0] if len(terms) == 1 else None
+
+
+def recurrence_var(k: Kernel) -> str | None:
+    """The loop variable a kernel carries a recurrence along, or None.
+
+    A kernel may read its own output only (a) at exactly the point it writes, with op '='
+    (an in-place update of what an earlier kernel left), or (b) at an element written
+    strictly earlier in loop order: some output dim is ``c*v + k`` and the read there is
+    ``c*v + k - s`` (``s > 0``, a multiple of ``c > 0``), and every loop variable before
+    ``v`` is pinned (read and written at the same plain index). Then every iteration that
+    writes the element read runs earlier (``out[b, i+1] = out[b, i] + x[b, i+1]``, or an
+    RNN's ``h[t+1, j] += W[j, k] * h[t, k]``). Such a kernel must execute in full, in order.
+    Raises :class:`IRValidationError` for any other read of the output."""
+    order = [v for v, _ in k.loops]
+    carried: str | None = None
+    for ld in (n for n in walk(k.expr) if isinstance(n, Load) and n.tensor == k.out.tensor):
+        if len(ld.index) != len(k.out.index):
+            raise IRValidationError(f"kernel {k.name!r}: reads its output with the wrong rank")
+        if all(_norm(r) == _norm(w) for r, w in zip(ld.index, k.out.index)):
+            if k.op == "=":
+                continue  # case (a)
+            raise IRValidationError(
+                f"kernel {k.name!r}: op {k.op!r} reads its own output at the point it updates")
+        pinned = {sv[0] for r, w in zip(ld.index, k.out.index)
+                  if _norm(r) == _norm(w) and (sv := _single_var(w)) and sv[1] != 0}
+        found = None
+        for r, w in zip(ld.index, k.out.index):
+            sv = _single_var(w)
+            if sv is None or _norm(r)[0] != _norm(w)[0]:
+                continue
+            v, c = sv
+            s = w.const - r.const
+            if c > 0 and s > 0 and s % c == 0 and all(u in pinned for u in order[:order.index(v)]):
+                found = v
+                break
+        if found is None:
+            raise IRValidationError(
+                f"kernel {k.name!r}: reads its own output at {_fmt_load(ld)}, which is not "
+                f"written strictly earlier in loop order than {_fmt_load(k.out)} "
+                "(a recurrence reads out[.., v - s, ..] along one variable v, with the loop "
+                "variables before v held fixed)")
+        if carried is not None and carried != found:
+            raise IRValidationError(
+                f"kernel {k.name!r}: recurrences along both {carried!r} and {found!r}")
+        carried = found
+    return carried
+
+
 def validate_kernel(k: Kernel, tensors: Mapping[str, TensorType]) -> None:
     """Raise :class:`IRValidationError` unless ``k`` is a well-formed kernel over ``tensors``."""
     name = getattr(k, "name", "?")
@@ -148,6 +200,9 @@ def validate_kernel(k: Kernel, tensors: Mapping[str, TensorType]) -> None:
         rank = len(tensors[ld.tensor].shape)
         if len(ld.index) != rank:
             fail(f"{_fmt_load(ld)} indexes {len(ld.index)} dim(s) but {ld.tensor!r} has rank {rank}")
+
+    # -- reads of the kernel's own output: in-place update or a recurrence, nothing else
+    recurrence_var(k)
 
     # -- '=' needs every loop variable in the output index
     if k.op == "=" and k.reduce_vars:

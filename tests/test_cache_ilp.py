@@ -1,0 +1,282 @@
+"""Cache-aware fused SOL (tiling.py, cache_ilp.py): the traffic model against a simulated loop
+nest, the ILP against brute force, and the fidelity properties of DESIGN §6 on random small
+matmuls and matmul chains and on the examples."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from conftest import analyzed, example_path, only_entry
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solar_lsp import cache_ilp, tiling
+from solar_lsp.einsum_graph import build_graph
+from solar_lsp.frontend import builders as B
+from solar_lsp.hardware import list_chips, load_chip
+from solar_lsp.ir.core import Op, Program, TensorType, call
+from solar_lsp.sol import Policy, boundary_bytes, fused, op_costs, unfused
+
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+F32 = 4
+small = st.integers(min_value=1, max_value=48)
+tiny = st.sampled_from([1, 2, 3, 4, 5, 8, 12, 16])
+
+
+# ------------------------------------------------------------------ programs built directly
+
+
+def _mm(name: str, out: str, a: str, b: str, m: int, k: int, n: int) -> B.Kernel:
+    return B.contraction(name, out, ["m", "n"], a, B.plain(["m", "k"]), b, B.plain(["k", "n"]),
+                         {"m": m, "n": n, "k": k})
+
+
+def mm_program(m: int, k: int, n: int, dtype: str = "float32") -> Program:
+    p = Program("mm", inputs=["a", "b"], outputs=["c"])
+    p.tensors = {"a": TensorType((m, k), dtype), "b": TensorType((k, n), dtype),
+                 "c": TensorType((m, n), dtype)}
+    p.ops = [Op("mm", "aten.mm.default", 1, ["a", "b"], ["c"], [_mm("mm1", "c", "a", "b", m, k, n)])]
+    return p
+
+
+def chain_program(m: int, k: int, n: int, q: int, relu: bool = False) -> Program:
+    """y = (a @ b) @ c, optionally with a relu on the intermediate."""
+    p = Program("chain", inputs=["a", "b", "c"], outputs=["y"])
+    f = "float32"
+    p.tensors = {"a": TensorType((m, k), f), "b": TensorType((k, n), f), "c": TensorType((n, q), f),
+                 "t": TensorType((m, n), f), "y": TensorType((m, q), f)}
+    p.ops.append(Op("mm1", "aten.mm.default", 1, ["a", "b"], ["t"], [_mm("k1", "t", "a", "b", m, k, n)]))
+    mid = "t"
+    if relu:
+        p.tensors["r"] = TensorType((m, n), f)
+        p.ops.append(Op("relu", "aten.relu.default", 2, ["t"], ["r"],
+                        [B.elementwise("k2", "r", (m, n), [("t", (m, n))], lambda x: call("max", x, 0.0))]))
+        mid = "r"
+    p.ops.append(Op("mm2", "aten.mm.default", 3, [mid, "c"], ["y"], [_mm("k3", "y", mid, "c", m, n, q)]))
+    return p
+
+
+def plan_of(p: Program):
+    costs = op_costs(p, build_graph(p), Policy())
+    return cache_ilp.build_plan(p, costs), costs
+
+
+def whole_op_bytes(p: Program) -> int:
+    """The largest working set of one op holding all of its tensors at once."""
+    return max(sum(p.tensors[t].numel * 4 for t in op.inputs + op.outputs) for op in p.ops)
+
+
+# ------------------------------------------------------------------ the traffic model is exact
+
+
+def simulate(m: tiling.SegModel, choice, order) -> int:
+    """DRAM bytes of a tiled loop nest, by walking it: an input tile is fetched whenever the
+    tile it needs changes; an output tile is written when left and read back when revisited."""
+    tiles = [m.dims[d].ladder[c][0][0] for d, c in enumerate(choice)]
+    exts = [m.dims[d].extent for d in range(len(m.dims))]
+    counts = [math.ceil(e / t) for e, t in zip(exts, tiles)]
+
+    def elements(a: tiling.Access, pos: dict[int, int]) -> int:
+        n = 1
+        for d in a.dims:
+            i = pos.get(d, 0)
+            n *= min(tiles[d], exts[d] - i * tiles[d]) if d in pos else exts[d]
+        return n
+
+    cur: dict[int, tuple] = {}
+    visited: dict[int, set] = {i: set() for i in range(len(m.accesses))}
+    traffic = 0
+    last_pos: dict[int, int] = {}
+    for it in itertools.product(*[range(counts[d]) for d in order]):
+        pos = dict(zip(order, it))
+        for ai, a in enumerate(m.accesses):
+            key = tuple(pos[d] for d in order if d in a.dims)
+            if cur.get(ai) == key:
+                continue
+            if a.role == "in":
+                traffic += elements(a, pos) * a.elsize
+            else:
+                if ai in cur:
+                    prev = dict(zip([d for d in order if d in a.dims], cur[ai]))
+                    traffic += elements(a, prev) * a.elsize
+                if key in visited[ai]:
+                    traffic += elements(a, pos) * a.elsize
+                visited[ai].add(key)
+            cur[ai] = key
+        last_pos = pos
+    for ai, a in enumerate(m.accesses):
+        if a.role == "out":
+            prev = dict(zip([d for d in order if d in a.dims], cur.get(ai, ())))
+            traffic += elements(a, prev if order else last_pos) * a.elsize
+    return traffic
+
+
+@SETTINGS
+@given(small, small, small, st.data())
+def test_matmul_traffic_equals_simulated_loop_nest(m, k, n, data):
+    plan, _ = plan_of(mm_program(m, k, n))
+    model = plan.cands[0][0].model
+    assert model is not None
+    scheds = list(tiling.all_schedules(model))
+    s = scheds[data.draw(st.integers(0, len(scheds) - 1))]
+    assert tiling.evaluate(model, s.choice, s.order)[1] == simulate(model, s.choice, s.order)
+
+
+def test_matmul_traffic_by_hand():
+    """A[m,k] read once per n tile, B once per m tile, C written once (k innermost)."""
+    M, K, N = 64, 32, 48
+    plan, _ = plan_of(mm_program(M, K, N))
+    model = plan.cands[0][0].model
+    dims = {d.label: i for i, d in enumerate(model.dims)}
+    tile = {"m": 16, "n": 8, "k": 4}
+    choice = [next(i for i, (t, _) in enumerate(model.dims[dims[lb]].ladder) if t[0] == tile[lb])
+              for lb in ("m", "n", "k")]
+    order_idx = [dims["m"], dims["n"], dims["k"]]
+    ch = [0] * 3
+    for lb, c in zip(("m", "n", "k"), choice):
+        ch[dims[lb]] = c
+    ws, traffic = tiling.evaluate(model, tuple(ch), tuple(order_idx))
+    assert traffic == 4 * (M * K * (N // 8) + K * N * (M // 16) + M * N)
+    assert ws == 4 * (16 * 4 + 4 * 8 + 16 * 8)
+
+
+# ------------------------------------------------------------------ ILP == brute force
+
+
+@SETTINGS
+@given(small, small, small, st.floats(min_value=64, max_value=40000))
+def test_ilp_equals_brute_force_matmul(m, k, n, cap):
+    plan, _ = plan_of(mm_program(m, k, n))
+    sol = cache_ilp.solve(plan, cap)
+    assert sol.bytes == cache_ilp.brute_force(plan, 0, cap)
+
+
+@SETTINGS
+@given(tiny, tiny, tiny, tiny, st.booleans(), st.floats(min_value=64, max_value=6000))
+def test_ilp_equals_brute_force_chain(m, k, n, q, relu, cap):
+    plan, _ = plan_of(chain_program(m, k, n, q, relu))
+    assert len(plan.groups) == 1 and len(plan.groups[0]) == (3 if relu else 2)
+    sol = cache_ilp.solve(plan, cap)
+    assert sol.bytes == cache_ilp.brute_force(plan, 0, cap)
+
+
+@SETTINGS
+@given(tiny, tiny, tiny, tiny, st.floats(min_value=32, max_value=8000))
+def test_frontier_keeps_the_best_schedule_of_the_space(m, k, n, q, cap):
+    plan, _ = plan_of(chain_program(m, k, n, q, relu=True))
+    for c in plan.cands[0]:
+        if c.model is None:
+            continue
+        best = [s.traffic for s in tiling.all_schedules(c.model) if s.ws <= cap]
+        got = tiling.best_within(c.front, cap)
+        assert (got.traffic if got else None) == (min(best) if best else None)
+
+
+# ------------------------------------------------------------------ fidelity properties
+
+
+def _bounds(p: Program, cap: float, chip):
+    plan, costs = plan_of(p)
+    ca = cache_ilp.evaluate_solution(plan, cache_ilp.solve(plan, cap), chip)
+    return ca, unfused(costs, chip), fused(costs, p, chip)
+
+
+@SETTINGS
+@given(st.one_of(st.tuples(small, small, small).map(lambda s: mm_program(*s)),
+                 st.tuples(tiny, tiny, tiny, tiny, st.booleans()).map(lambda s: chain_program(*s))),
+       st.floats(min_value=16, max_value=60000), st.sampled_from(["h100-sxm", "a6000", "jetson-thor"]))
+def test_fused_le_cache_le_unfused_and_compulsory(p, cap, chip_name):
+    chip = load_chip(chip_name)
+    ca, u, f = _bounds(p, cap, chip)
+    assert ca.bytes >= boundary_bytes(p)
+    assert ca.t_s >= f.t_s * (1 - 1e-12)
+    if whole_op_bytes(p) <= cap:
+        assert ca.bytes <= u.bytes
+        assert ca.t_s <= u.t_s * (1 + 1e-12)
+
+
+@SETTINGS
+@given(st.one_of(st.tuples(small, small, small).map(lambda s: mm_program(*s)),
+                 st.tuples(tiny, tiny, tiny, tiny, st.booleans()).map(lambda s: chain_program(*s))),
+       st.lists(st.floats(min_value=16, max_value=60000), min_size=2, max_size=5))
+def test_traffic_non_increasing_in_capacity(p, caps):
+    plan, _ = plan_of(p)
+    got = [cache_ilp.solve(plan, c).bytes for c in sorted(caps)]
+    assert all(a >= b for a, b in zip(got, got[1:]))
+
+
+def test_large_matmul_pays_for_tiling_when_it_does_not_fit():
+    """4096³ fp16 needs 96 MiB at once; with 1 MiB on chip the best tiling re-reads operands,
+    so the cache-aware traffic exceeds the unfused one, yet not the naive outer product."""
+    p = mm_program(4096, 4096, 4096, "float16")
+    chip = load_chip("h100-sxm")
+    ca, u, _ = _bounds(p, 2**20, chip)
+    assert ca.bytes > u.bytes
+    # a square output-stationary tile T×T with k streamed: T(T+2)·2 B ≤ 1 MiB → T = 512 fits
+    hand = 2 * (4096 * 4096 * (4096 // 512) * 2 + 4096 * 4096)
+    assert ca.bytes <= hand
+
+
+# ------------------------------------------------------------------ the examples
+
+
+EXAMPLES = ["mlp.py", "attention.py", "transformer_block.py", "resnet_block.py"]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_keep_the_fidelity_order(name):
+    e = only_entry(analyzed(example_path(name), hw=tuple(list_chips())))
+    p = e.program
+    assert e.totals["bytes_cache_aware"] >= boundary_bytes(p)
+    assert e.totals["bytes_cache_aware"] <= e.totals["bytes_unfused"]
+    for chip, h in e.by_hardware.items():
+        assert h["t_fused_s"] * (1 - 1e-12) <= h["t_cache_aware_s"] <= h["t_unfused_s"] * (1 + 1e-12), chip
+
+
+# with room for everything, only what no rule can fuse crosses DRAM beyond the compulsory
+# traffic: in the ResNet block, conv1's output y (3x3 conv2 reads a halo of it: written and
+# read back) and x, read by conv1 and by the shortcut conv in different groups
+RESNET_EXTRA = 2 * (8 * 128 * 28 * 28 * F32) + 8 * 64 * 56 * 56 * F32
+
+
+@pytest.mark.parametrize("name,extra", [("mlp.py", 0), ("resnet_block.py", RESNET_EXTRA)])
+def test_examples_traffic_non_increasing_in_capacity(name, extra):
+    e = only_entry(analyzed(example_path(name)))
+    plan = cache_ilp.build_plan(e.program, op_costs(e.program, e.einsum_graph, Policy()))
+    got = [cache_ilp.solve(plan, c).bytes for c in (2**16, 2**20, 2**22, 2**24, 2**26, 2**30)]
+    assert all(a >= b for a, b in zip(got, got[1:]))
+    assert got[-1] == boundary_bytes(e.program) + extra
+
+
+def test_inverse_roofline_has_cache_aware_shortfall_for_every_chip():
+    target = 50e-6
+    e = only_entry(analyzed(example_path("mlp.py"), hw=("h100-sxm", "a6000"), target_s=target))
+    inv = e.inverse["by_fidelity"]["cache_aware"]
+    assert set(inv["shortfall"]) >= set(list_chips())
+    assert inv["bytes_per_s"] == pytest.approx(e.totals["bytes_cache_aware"] / target)
+    for name in ("h100-sxm", "a6000"):
+        chip = load_chip(name)
+        b = e.by_hardware[name]["bytes_cache_aware"]
+        assert inv["shortfall"][name]["bandwidth"] == pytest.approx(b / chip.dram_bytes_per_s / target)
+    # the unbounded fused fidelity never needs more bandwidth than the cache-aware one
+    fused_inv = e.inverse["by_fidelity"]["fused"]
+    for name, s in inv["shortfall"].items():
+        assert s["bandwidth"] >= fused_inv["shortfall"][name]["bandwidth"] * (1 - 1e-12)
+
+
+def test_onchip_capacity_choice():
+    from solar_lsp.analyze import Config, analyze_file
+    path = example_path("mlp.py")
+    a6000 = load_chip("a6000")
+    got = {}
+    for onchip in ("l2", "smem", 1 << 20):
+        r = analyze_file(path, Config(hw=["a6000"], verify=False, onchip=onchip))
+        got[onchip] = only_entry(r).by_hardware["a6000"]
+    assert got["l2"]["onchip_bytes"] == a6000.l2_bytes
+    assert got["smem"]["onchip_bytes"] == a6000.smem_per_sm_bytes * a6000.sm_count
+    assert got[1 << 20]["onchip_bytes"] == 1 << 20
+    caps = sorted(got.values(), key=lambda h: h["onchip_bytes"])
+    assert all(a["bytes_cache_aware"] >= b["bytes_cache_aware"] for a, b in zip(caps, caps[1:]))

@@ -89,15 +89,23 @@ def _np(t: torch.Tensor | np.ndarray) -> np.ndarray:
     return np.asarray(t, dtype=np.float64, order="C")  # no copy when already float64
 
 
+def over_budget(p: Program, budget_bytes: int, t0: float) -> Verification | None:
+    """``unverified`` when the golden run would not fit the memory budget (any frontend)."""
+    need = golden_bytes(p)
+    if need <= budget_bytes:
+        return None
+    return Verification("unverified", f"golden run needs {need / 1e9:.1f} GB, over the "
+                        f"{budget_bytes / 1e9:.1f} GB verification budget; bounds come from "
+                        f"shapes alone", seconds=time.perf_counter() - t0)
+
+
 def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
            budget_bytes: int = DEFAULT_BUDGET, samples: int = SAMPLES, seed: int = 0) -> Verification:
     t0 = time.perf_counter()
     p = lowered.program
-    need = golden_bytes(p)
-    if need > budget_bytes:
-        return Verification("unverified", f"golden run needs {need / 1e9:.1f} GB, over the "
-                            f"{budget_bytes / 1e9:.1f} GB verification budget; bounds come from "
-                            f"shapes alone", seconds=time.perf_counter() - t0)
+    refused = over_budget(p, budget_bytes, t0)
+    if refused is not None:
+        return refused
     try:
         golden = golden_run(traced, lowered, module, seed)
     except EntryError as exc:

@@ -35,7 +35,7 @@ from .verify import (
     _tol_dtype,
     _worst,
     check_op,
-    golden_bytes,
+    over_budget,
 )
 
 REPLAY_POINTS = 5e7  # loop points a replay may execute (all iterations together)
@@ -445,11 +445,9 @@ def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_B
            samples: int = SAMPLES, seed: int = 0) -> Verification:
     t0 = time.perf_counter()
     p = lowered.program
-    need = golden_bytes(p)
-    if need > budget_bytes:
-        return Verification("unverified", f"golden run needs {need / 1e9:.1f} GB, over the "
-                            f"{budget_bytes / 1e9:.1f} GB verification budget; bounds come from "
-                            f"shapes alone", seconds=time.perf_counter() - t0)
+    refused = over_budget(p, budget_bytes, t0)
+    if refused is not None:
+        return refused
     try:
         golden = golden_run(traced, lowered, seed)
     except Exception as exc:  # user code raising on real arrays

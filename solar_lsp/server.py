@@ -202,6 +202,8 @@ async def analyze_document(uri: str) -> None:
         return
     st.file_error = None
     st.entries = entries
+    if server.pool is not None and any(e.frontend == "jax" for e in entries):
+        server.pool.jax = True  # workers started from now on warm up jax too
     names = {e.name for e in entries}
     for gone in set(st.records) - names:
         del st.records[gone]

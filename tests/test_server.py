@@ -273,7 +273,7 @@ BAD = {
     "hangs.py": ("import torch\nimport torch.nn as nn\n\nwhile True:\n    pass\n\n\n"
                  "class Model(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
                  "def get_inputs():\n    return [torch.randn(4)]\n\n\ndef get_init_inputs():\n    return []\n",
-                 "longer than", 5),
+                 "longer than", (4, 5)),  # the dump may catch the loop at either of its lines
     "segfaults.py": ("import ctypes\nimport torch\nimport torch.nn as nn\n\nctypes.string_at(0)\n\n\n"
                      "class Model(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
                      "def get_inputs():\n    return [torch.randn(4)]\n\n\ndef get_init_inputs():\n    return []\n",
@@ -313,7 +313,8 @@ async def test_faults_never_stop_the_server(client: LanguageClient, work: pathli
             return [d for d in diags(client, uri) if expect in d.message]
 
         found = await until(diagnosed, timeout=90, every=0.2)
-        assert found[0].range.start.line == line1 - 1, (name, found[0])
+        lines = line1 if isinstance(line1, tuple) else (line1,)
+        assert found[0].range.start.line + 1 in lines, (name, found[0])
         assert worst <= 1.0, (name, worst)
         assert await hover_fast() <= 1.0  # and after
 

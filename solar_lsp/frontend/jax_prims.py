@@ -52,15 +52,12 @@ UNARY: dict[str, Callable[[Expr], Expr]] = {
 for _n, _f in UNARY.items():
     LOWERINGS[_n] = (lambda f: lambda c: c.ew(f, 0))(_f)
 
+# primitive -> scalar function of the IR vocabulary (lax.rem is C's fmod)
+BINARY_FUNCS = {"add": "add", "add_any": "add", "sub": "sub", "mul": "mul", "pow": "pow",
+                "max": "max", "min": "min", "rem": "fmod", "eq": "eq", "ne": "ne", "lt": "lt",
+                "le": "le", "gt": "gt", "ge": "ge"}
 BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
-    "add": lambda a, b: call("add", a, b), "add_any": lambda a, b: call("add", a, b),
-    "sub": lambda a, b: call("sub", a, b), "mul": lambda a, b: call("mul", a, b),
-    "pow": lambda a, b: call("pow", a, b), "max": lambda a, b: call("max", a, b),
-    "min": lambda a, b: call("min", a, b), "rem": lambda a, b: call("fmod", a, b),
-    "eq": lambda a, b: call("eq", a, b), "ne": lambda a, b: call("ne", a, b),
-    "lt": lambda a, b: call("lt", a, b), "le": lambda a, b: call("le", a, b),
-    "gt": lambda a, b: call("gt", a, b), "ge": lambda a, b: call("ge", a, b),
-}
+    prim: (lambda f: lambda a, b: call(f, a, b))(fn) for prim, fn in BINARY_FUNCS.items()}
 for _n, _f in BINARY.items():
     LOWERINGS[_n] = (lambda f: lambda c: c.ew(f, 0, 1))(_f)
 

@@ -15,6 +15,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"
 EXAMPLES = ROOT / "examples"
+CORPUS = ROOT / "tests" / "corpus"
 
 
 def model_path(name: str) -> str:
@@ -87,3 +88,13 @@ def h100():
     from solar_lsp.hardware import load_chip
 
     return load_chip("h100-sxm")
+
+
+@functools.cache
+def corpus_entry(name: str, verify: bool = True):
+    """The one entry of a corpus file, analyzed once per test session."""
+    from solar_lsp.analyze import Config, analyze_file
+    r = analyze_file(str(CORPUS / name), Config(verify=verify))
+    assert r.error is None, r.error
+    assert len(r.entries) == 1
+    return r.entries[0]

@@ -4,13 +4,13 @@ out here by hand; a corrupted recurrence is caught; FlopCounterMode agrees where
 
 from __future__ import annotations
 
-import functools
 import math
 import pathlib
 
 import numpy as np
 import pytest
 import torch
+from conftest import corpus_entry
 from torch.utils.flop_counter import FlopCounterMode
 
 from solar_lsp.analyze import Config, analyze_file
@@ -26,12 +26,7 @@ FAMILIES = ("scan", "sort", "select", "index", "scatter", "loss", "mask", "cast"
 FILES = sorted(p.name for f in FAMILIES for p in CORPUS.glob(f"ops_{f}_*.py"))
 
 
-@functools.cache
-def report(name: str, verify: bool = True):
-    r = analyze_file(str(CORPUS / name), Config(verify=verify))
-    assert r.error is None, r.error
-    assert len(r.entries) == 1
-    return r.entries[0]
+report = corpus_entry
 
 
 def ops_of(e, target: str) -> list:

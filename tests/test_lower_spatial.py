@@ -5,14 +5,13 @@ formulas of docs/sol-model.md, written out here; bytes and peaks follow each dty
 
 from __future__ import annotations
 
-import functools
 import math
 import pathlib
 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import write
+from conftest import corpus_entry, write
 from torch.utils.flop_counter import FlopCounterMode
 
 from solar_lsp.analyze import Config, analyze_file
@@ -26,12 +25,7 @@ FAMILIES = ("interp", "spatial", "rnn", "norm", "pool", "einsum", "dtype")
 FILES = sorted(p.name for f in FAMILIES for p in CORPUS.glob(f"ops_{f}_*.py"))
 
 
-@functools.cache
-def report(name: str, verify: bool = True):
-    r = analyze_file(str(CORPUS / name), Config(verify=verify))
-    assert r.error is None, r.error
-    assert len(r.entries) == 1
-    return r.entries[0]
+report = corpus_entry
 
 
 def test_corpus_covers_every_family():

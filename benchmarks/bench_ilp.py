@@ -30,31 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TRANSFORMER = '''
+import sys
+
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
-
-class Block(nn.Module):
-    def __init__(self, d, h, f):
-        super().__init__()
-        self.h = h
-        self.ln1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.out = nn.Linear(d, d)
-        self.ln2 = nn.LayerNorm(d)
-        self.fc1 = nn.Linear(d, f)
-        self.fc2 = nn.Linear(f, d)
-
-    def forward(self, x):
-        b, s, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
-        q = q.view(b, s, self.h, d // self.h).transpose(1, 2)
-        k = k.view(b, s, self.h, d // self.h).transpose(1, 2)
-        v = v.view(b, s, self.h, d // self.h).transpose(1, 2)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.out(a.transpose(1, 2).reshape(b, s, d))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+sys.path.insert(0, ROOT_DIR)
+from examples.transformer_block import Model as Block  # the bundled block, stacked
 
 
 class Model(nn.Module):
@@ -111,7 +93,7 @@ def measure(kind: str, layers: int) -> dict:
     from solar_lsp.hardware import load_chip
     from solar_lsp.sol import Policy, op_costs
 
-    src = (TRANSFORMER if kind == "transformer" else MLP).replace("LAYERS", str(layers))
+    src = (TRANSFORMER if kind == "transformer" else MLP).replace("LAYERS", str(layers)).replace("ROOT_DIR", repr(str(ROOT)))
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(src)
         path = f.name

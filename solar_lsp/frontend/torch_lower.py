@@ -626,9 +626,7 @@ def _matmul_into(c: Ctx, x: str, xs: Shape, y: str, ys: Shape, out: str, os_: Sh
                                                  [Affine.var("k")], ext, init=init, out_idx=()),
                                    unit="vector"))
         return
-    batch = os_[:-2] if (xr > 1 and yr > 1) else (os_[:-1] if xr > 1 else os_[:-1])
-    nb = max(xr, yr) - 2 if (xr > 1 and yr > 1) else max(xr, yr) - 2
-    nb = max(nb, 0)
+    nb = max(max(xr, yr) - 2, 0)  # broadcast batch dims of the output
     bv = [f"b{d}" for d in range(nb)]
     for v, s in zip(bv, os_[:nb]):
         ext[v] = s
@@ -649,7 +647,6 @@ def _matmul_into(c: Ctx, x: str, xs: Shape, y: str, ys: Shape, out: str, os_: Sh
         out_vars.append("n")
     else:
         yi = [Affine.var("k")]
-    del batch
     k = B.contraction(c.name("mm"), out, out_vars, x, xi, y, yi, ext, init=init)
     if yr == 1 or (xr == 1 and yr == 2):
         # torch runs these as mv (GEMV): CUDA cores, not tensor cores (nor FlopCounterMode)

@@ -10,6 +10,7 @@ peak silently skews every Speed-of-Light bound computed from it.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.resources
 import math
 import os
@@ -271,6 +272,25 @@ def load_chip(name_or_path: str | os.PathLike[str]) -> Chip:
         )
     path = hardware_dir() / f"{key}.toml"
     return _load_resolved(str(path.resolve()), path.name)
+
+
+def chip_fingerprint(name_or_path: str | os.PathLike[str]) -> str:
+    """A digest of the file behind a chip name, so results cached under the name go stale
+    when the file changes (an edited chip file, a re-probed or raised host profile). Never
+    probes: an unprobed host is "unprobed"; a bad name is the name itself."""
+    text = os.fspath(name_or_path)
+    try:
+        if not _looks_like_path(text) and _normalise_name(text) == "host":
+            from .hostprobe import host_toml_path
+            path = host_toml_path()
+            if not os.path.isfile(path):
+                return "unprobed"
+        else:
+            path = load_chip(text).path
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()[:16]
+    except (HardwareError, OSError):
+        return text
 
 
 def load_chips(names: Iterable[str | os.PathLike[str]]) -> list[Chip]:

@@ -55,10 +55,14 @@ class Headroom:
     reasons: list[str] = field(default_factory=list)
     runs: int = 0
     ops_per_run: int = 0
+    warnings: list[str] = field(default_factory=list)
+    scale_lines: bool = True
+    per_line: dict[int, float] = field(default_factory=dict, repr=False)  # every line, for re-finishing
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["top_lines"] = [asdict(t) for t in self.top_lines]
+        del d["per_line"], d["scale_lines"]
         return d
 
 
@@ -281,6 +285,7 @@ def finish(entry: dict, device: str, chip, measured: float, compiled: float | No
               "cache_aware": measured / tot["t_cache_aware_s"] if tot.get("t_cache_aware_s") else None}
     # the profiled run is slowed by the profiler; its per-line times are used as shares of the
     # measured (flushed, unprofiled) time
+    raw = dict(per_line)
     total = sum(per_line.values())
     scale = measured / total if scale_lines and per_line and total > 0 else 1.0
     per_line = {ln: t * scale for ln, t in per_line.items()}
@@ -288,9 +293,36 @@ def finish(entry: dict, device: str, chip, measured: float, compiled: float | No
     gaps = [LineGap(line, t, sol_line.get(line, 0.0), t / sol_line[line] if sol_line.get(line) else float("inf"))
             for line, t in per_line.items()]
     gaps.sort(key=lambda g: g.measured_s - g.t_sol_s, reverse=True)
-    h = Headroom(device, chip.name, measured, compiled, ratios, gaps[:5], runs=runs, ops_per_run=ops)
+    h = Headroom(device, chip.name, measured, compiled, ratios, gaps[:5], runs=runs, ops_per_run=ops,
+                 scale_lines=scale_lines, per_line=raw)
     h.diagnosis, h.reasons = diagnose(h, entry, device)
+    h.warnings = beaten_bounds(measured, tot, chip)
     return h
+
+
+def beaten_bounds(measured: float, tot: dict, chip) -> list[str]:
+    """A measured run faster than a fused or cache-aware bound means a chip figure is not a
+    ceiling: say which bound, by how much, and what to do."""
+    out = []
+    for fid in ("fused", "cache_aware"):
+        t = tot.get(f"t_{fid}_s")
+        if t and measured < t:
+            what = ("re-probe with `solar hw probe --refresh` on an idle machine" if chip.name == "host"
+                    else f"check the figures of {chip.path}")
+            out.append(f"SOL violation: the measured {measured * 1e3:.3f} ms beats the {fid} bound "
+                       f"{t * 1e3:.3f} ms on {chip.name}; {what}")
+    return out
+
+
+def seen_bandwidth(measured: float, tot: dict, chip) -> float | None:
+    """The DRAM bytes/s a run must have moved to beat the fused or cache-aware bound on
+    memory alone: the fewest bytes any implementation moves (the larger of the two byte
+    lower bounds) over the measured time; None when the run did not beat them on memory."""
+    need = max(tot.get("bytes_fused") or 0, tot.get("bytes_cache_aware") or 0)
+    if measured <= 0 or need <= 0:
+        return None
+    seen = need / measured
+    return seen if seen > chip.dram_bytes_per_s else None
 
 
 def _entry_bytes(program) -> int:
@@ -303,7 +335,6 @@ def _entry_bytes(program) -> int:
 def headroom_file(path: str, device: str = "cpu", hw: str | None = None, entry: str | None = None,
                   compile_: bool = False, config: Config | None = None) -> FileReport:
     """Analyze (bounds on the device's chip), then measure each entry that analyzed."""
-    from .frontend.torch_trace import EntryError, load_module
     from .hardware import load_chip
     _device_ok(device)
     chip = load_chip(hw or chip_for_device(device))
@@ -314,11 +345,19 @@ def headroom_file(path: str, device: str = "cpu", hw: str | None = None, entry: 
     report = analyze_file(path, cfg)
     if report.error:
         return report
+    _measure_entries(report, path, device, chip, cfg, compile_)
+    if chip.name == "host" and device == "cpu":
+        _raise_host_profile(report, path, device, cfg)
+    return report
+
+
+def _measure_entries(report: FileReport, path: str, device: str, chip, cfg: Config, compile_: bool) -> None:
+    from .frontend.torch_trace import EntryError, load_module
     try:
         module = load_module(path)
     except EntryError as exc:
         report.error = str(exc)
-        return report
+        return
     from .discover import discover_file
     by_name = {e.name: e for e in discover_file(path, {"dims": cfg.dims, "entries": cfg.entries})}
     for er in report.entries:
@@ -333,6 +372,39 @@ def headroom_file(path: str, device: str = "cpu", hw: str | None = None, entry: 
                 h = headroom_entry(module, by_name[er.name], er.to_json(), path, device, chip, compile_,
                                    getattr(er, "program", None))
             er.headroom = h.to_json()
+            er._headroom = h  # kept whole (every line's time) in case the bounds are recomputed
         except HeadroomError as exc:
             er.headroom = {"error": str(exc), "line": exc.line}
-    return report
+
+
+def _raise_host_profile(report: FileReport, path: str, device: str, cfg: Config) -> None:
+    """The host profile's DRAM figure is a measurement, so a later run can beat it (a probe
+    taken under load). Raise it to what the fastest run moved, then recompute the bounds from
+    the raised profile and the same measurements, saying so on every entry."""
+    from .hardware import load_chip
+    from .hostprobe import host_toml_path, raise_dram_bandwidth
+    chip = load_chip("host")
+    seen = [(b, er.name) for er in report.entries if getattr(er, "_headroom", None)
+            for b in [seen_bandwidth(er._headroom.measured_s, er.totals, chip)] if b]
+    if not seen:
+        return
+    bw, name = max(seen)
+    bw *= 1 + 1e-6  # rounded up: the recomputed bound must not exceed the run by an ulp
+    old = raise_dram_bandwidth(host_toml_path(), bw, f"`solar headroom` measured {name} in {path} moving that much")
+    if old is None:
+        return
+    fresh = analyze_file(path, cfg)
+    chip = load_chip("host")
+    by_name = {e.name: e for e in fresh.entries}
+    note = (f"host profile DRAM bandwidth raised from {old / 1e9:.1f} to {bw / 1e9:.1f} GB/s: a measured run "
+            "moved more than the probe saw; the bounds are recomputed with it")
+    for i, er in enumerate(report.entries):
+        h = getattr(er, "_headroom", None)
+        new = by_name.get(er.name)
+        if h is None or new is None or new.status != "ok":
+            continue
+        h2 = finish(new.to_json(), device, chip, h.measured_s, h.compiled_s, h.runs, h.per_line, h.ops_per_run,
+                    scale_lines=h.scale_lines)
+        h2.warnings.insert(0, note)
+        new.headroom, new._headroom = h2.to_json(), h2
+        report.entries[i] = new

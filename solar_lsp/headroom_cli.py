@@ -73,3 +73,5 @@ def render(report, console: Console) -> None:
         console.print(f"  diagnosis: [bold]{h['diagnosis']}[/bold]")
         for r in h["reasons"]:
             console.print(f"   · {r}")
+        for w in h.get("warnings", []):
+            console.print(f"  [yellow]warning[/yellow]: {w}")

@@ -196,6 +196,7 @@ def headroom_markdown(entry: dict) -> str:
         r = (h.get("ratios") or {}).get(fid)
         out.append(f"| {fid.replace('_', '-')} | {units.seconds(tot.get(key))} | {f'{r:.1f}×' if r else '—'} |")
     out += ["", f"**Diagnosis: {h['diagnosis']}**", ""] + [f"- {r}" for r in h.get("reasons", [])]
+    out += [f"\n> ⚠ {w}" for w in h.get("warnings", [])]
     if h.get("top_lines"):
         out += ["", "| line | measured | SOL (unfused) | ratio |", "|---:|---:|---:|---:|"]
         for g in h["top_lines"]:

@@ -86,7 +86,9 @@ class Settings:
                 "onchip": self.onchip, "llm": self.llm}
 
     def analysis_key(self) -> str:
-        return json.dumps({"v": __version__, **self.analysis_config()}, sort_keys=True)
+        from ..hardware import chip_fingerprint
+        return json.dumps({"v": __version__, "chip_file": chip_fingerprint(self.chip), **self.analysis_config()},
+                          sort_keys=True)
 
 
 def merge(base: Settings, values: dict[str, Any] | None, origin: str) -> Settings:

@@ -119,6 +119,7 @@ def test_no_sol_violation_on_cpu(path, host):
             continue
         h = e.headroom
         measured += 1
+        assert not h["warnings"], h["warnings"]  # the fresh probe held: nothing raised, nothing beaten
         assert h["measured_s"] >= e.totals["t_fused_s"], (e.name, h["measured_s"], e.totals)
         if e.totals.get("t_cache_aware_s") is not None:
             assert h["measured_s"] >= e.totals["t_cache_aware_s"], (e.name, h, e.totals)

@@ -4,7 +4,8 @@ integer linear program (pulp, CBC), under the chip's on-chip capacity (DESIGN §
 Variables: one binary per candidate segment of a group (a connected, convex set of its ops run
 as one kernel) with its least-traffic schedule that fits the capacity; a schedule that does not
 fit has no variable. Constraints: every op of the group is in exactly one chosen segment.
-Objective: minimum DRAM bytes. Segments run one after another, so
+Objective: minimum DRAM bytes, where a tensor one kernel hands to another is credited up to
+the capacity (the cache may keep it; see SegCand.credit). Segments run one after another, so
 
     T_cache = Σ_segments max(max_u work_u / Π_u, bytes / β)
 
@@ -20,8 +21,10 @@ from dataclasses import dataclass, field
 
 import pulp
 
+from .einsum_graph import tensor_bytes
 from .fusion import FusionGraph, analyze, candidate_segments
 from .hardware import Chip
+from .ir.core import loads
 from .sol import OpCost, UnitWork
 from .tiling import CACHE_LIMIT, Sched, SegModel, all_schedules, best_within, build_model, frontier
 
@@ -33,6 +36,16 @@ class SegCand:
     ops: tuple[str, ...]
     model: SegModel | None  # None: one op the tiling model cannot describe (kept as unfused)
     front: list[Sched]
+    crossing: tuple[int, ...] = ()  # bytes of each intermediate it hands to or takes from another kernel
+    repeat: int = 1
+
+    def credit(self, capacity: float) -> int:
+        """DRAM bytes a real run need not pay at this kernel's edges: an intermediate handed
+        between kernels can stay in the on-chip cache up to the capacity, so only the part
+        that does not fit (S − C) must be written out and read back. Each tensor is credited on
+        its own, as if it had the cache to itself: optimistic, so the bound stays a lower bound
+        even where a cut was forced by the search limits rather than by capacity."""
+        return self.repeat * sum(min(b, int(capacity)) for b in self.crossing)
 
     def best(self, capacity: float) -> Sched | None:
         """Least traffic within ``capacity``; a single op that fits nowhere keeps its smallest
@@ -58,7 +71,12 @@ class Plan:
 class Chosen:
     group: int
     cand: SegCand
-    sched: Sched
+    sched: Sched  # the kernel's own schedule and traffic (what a fusion suggestion shows)
+    dram: int = -1  # its DRAM bytes once edges handed over in the cache are credited
+
+    def __post_init__(self) -> None:
+        if self.dram < 0:
+            self.dram = self.sched.traffic
 
 
 @dataclass
@@ -70,7 +88,7 @@ class Solution:
 
     @property
     def bytes(self) -> int:
-        return sum(c.sched.traffic for c in self.chosen)
+        return sum(c.dram for c in self.chosen)
 
 
 @dataclass
@@ -87,10 +105,12 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
     fg = analyze(p)
     by_id = {c.op.id: c for c in costs}
     cands: list[list[SegCand]] = []
+    first_reader = _first_readers(p)
     for g in fg.groups:
         lst = []
         for seg in candidate_segments(fg, g):
             ops = [fg.ops[o] for o in seg]
+            crossing = tuple(tensor_bytes(p, b) for b in sorted(_credited(fg, seg, first_reader)))
             m = build_model(p, fg.vm, ops, fg.free_tensors, fg.needed_outside(set(seg)))
             rep = getattr(ops[0], "repeat", 1)  # a loop body's kernel runs once per iteration
             if m is None:
@@ -100,7 +120,7 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
                 front = [Sched((), (), 0, b)]
                 if rep > 1:  # all of it resident across iterations: read once
                     front.append(Sched((), (), b // rep, b // rep))
-                lst.append(SegCand(seg, None, front))
+                lst.append(SegCand(seg, None, front, crossing, rep))
                 continue
             front = frontier(m)
             if rep > 1:
@@ -112,32 +132,60 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
                 resident = max(s.ws for s in front)
                 front = [Sched(s.choice, s.order, s.ws, s.traffic * rep) for s in front] + [
                     Sched(s.choice, s.order, max(s.ws, resident), s.traffic) for s in front]
-            lst.append(SegCand(seg, m, front))
+            lst.append(SegCand(seg, m, front, crossing, rep))
         cands.append(lst)
     return Plan(fg, fg.groups, cands, by_id, time.perf_counter() - t0)
+
+
+def _first_readers(p) -> dict[str, str]:
+    """The first op, in program order, that reads each tensor."""
+    first: dict[str, str] = {}
+    for op in p.ops:
+        for t in op.inputs:
+            first.setdefault(p.base(t), op.id)
+    return first
+
+
+def _credited(fg: FusionGraph, seg: tuple[str, ...], first_reader: dict[str, str]) -> set[str]:
+    """Edge tensors of the kernel ``seg`` that a real run may find in (or leave in) the cache:
+    everything it reads from another kernel or writes for one, except the compulsory traffic —
+    the program's outputs it writes, and the first read of an input or weight (paid by whichever
+    kernel holds the op that reads it first, so exactly once in any cut)."""
+    p = fg.p
+    outs = {p.base(t) for t in p.outputs}
+    ins = {p.base(t) for t in list(p.inputs) + list(p.params)}
+    written = {k.out.tensor for o in seg for k in fg.ops[o].kernels}
+    read = {p.base(ld.tensor) for o in seg for k in fg.ops[o].kernels for ld in loads(k.expr)}
+    read -= written | fg.free_tensors
+    read -= {t for t in ins if first_reader.get(t) in seg}
+    return read | (fg.needed_outside(set(seg)) - outs - ins)
 
 
 _SOLVED: dict[tuple, tuple[int, ...]] = {}
 
 
-def solve(plan: Plan, capacity: float) -> Solution:
-    """The least-traffic cut and schedules of every group under ``capacity`` bytes."""
+def solve(plan: Plan, capacity: float, credit: bool = True) -> Solution:
+    """The least-traffic cut and schedules of every group under ``capacity`` bytes. With
+    ``credit`` (the bound), tensors handed between kernels are credited up to the capacity;
+    without it (the fusion suggestions), every kernel pays its own edges, so the cut found is
+    the fusion that moves the least."""
     t0 = time.perf_counter()
     chosen: list[Chosen] = []
-    todo: list[tuple[int, list[tuple[int, Sched]], tuple]] = []
+    todo: list[tuple[int, list[tuple[int, Sched, int]], tuple]] = []
     for gi, group in enumerate(plan.groups):
         feas = [(si, c.best(capacity)) for si, c in enumerate(plan.cands[gi])]
-        feas = [(si, s) for si, s in feas if s is not None]
+        feas = [(si, s, max(0, s.traffic - plan.cands[gi][si].credit(capacity)) if credit else s.traffic)
+                for si, s in feas if s is not None]
         if len(group) == 1:
-            si, s = min(feas, key=lambda x: x[1].traffic)
-            chosen.append(Chosen(gi, plan.cands[gi][si], s))
+            si, s, d = min(feas, key=lambda x: x[2])
+            chosen.append(Chosen(gi, plan.cands[gi][si], s, d))
             continue
         local = {o: i for i, o in enumerate(group)}
-        key = (len(group), tuple((tuple(local[o] for o in plan.cands[gi][si].ops), s.traffic)
-                                 for si, s in feas))
+        key = (len(group), tuple((tuple(local[o] for o in plan.cands[gi][si].ops), d, s.traffic)
+                                 for si, s, d in feas))
         hit = _SOLVED.get(key)
         if hit is not None:
-            chosen += [Chosen(gi, plan.cands[gi][feas[k][0]], feas[k][1]) for k in hit]
+            chosen += [Chosen(gi, plan.cands[gi][feas[k][0]], feas[k][1], feas[k][2]) for k in hit]
         else:
             todo.append((gi, feas, key))
     n_vars = 0
@@ -147,10 +195,14 @@ def solve(plan: Plan, capacity: float) -> Solution:
         obj = []
         for ti, (gi, feas, _) in enumerate(todo):
             cover: dict[str, list] = {o: [] for o in plan.groups[gi]}
-            for k, (si, s) in enumerate(feas):
+            # ties in DRAM bytes (cuts whose tensors the cache hands over) go to the cut whose
+            # kernels move the least on their own, i.e. the real fusion: a weight that sums to
+            # under one byte over the group, so it never outweighs a byte of the bound
+            unit = 1.0 / (sum(s.traffic for _si, s, _d in feas) + 1)
+            for k, (si, s, d) in enumerate(feas):
                 x = pulp.LpVariable(f"x_{ti}_{k}", cat="Binary")
                 xs[(ti, k)] = x
-                obj.append((x, s.traffic / 1e6))
+                obj.append((x, (d + s.traffic * unit) / 1e6))
                 for o in plan.cands[gi][si].ops:
                     cover[o].append(x)
             for o, lst in cover.items():
@@ -165,7 +217,7 @@ def solve(plan: Plan, capacity: float) -> Solution:
             if len(_SOLVED) > CACHE_LIMIT:
                 _SOLVED.clear()
             _SOLVED[key] = pick
-            chosen += [Chosen(gi, plan.cands[gi][feas[k][0]], feas[k][1]) for k in pick]
+            chosen += [Chosen(gi, plan.cands[gi][feas[k][0]], feas[k][1], feas[k][2]) for k in pick]
     chosen.sort(key=lambda c: plan.fg.index[c.cand.ops[0]])
     return Solution(capacity, chosen, time.perf_counter() - t0, n_vars)
 
@@ -181,7 +233,7 @@ def brute_force(plan: Plan, gi: int, capacity: float) -> int:
         if not ok and len(c.ops) == 1 and scheds:  # the same fallback as SegCand.best
             ok = [min(scheds, key=lambda s: (s.ws, s.traffic)).traffic]
         if ok:
-            best_of[c.ops] = min(ok)
+            best_of[c.ops] = max(0, min(ok) - c.credit(capacity))
 
     def rec(left: frozenset[str]) -> float:
         if not left:
@@ -225,13 +277,13 @@ def evaluate_solution(plan: Plan, sol: Solution, chip: Chip) -> CacheAware:
     for c in sol.chosen:
         ut = seg_work(plan, c.cand.ops).times(chip)
         comp = max(ut.values(), default=0.0)
-        mem = c.sched.traffic / chip.dram_bytes_per_s
+        mem = c.dram / chip.dram_bytes_per_s
         t += max(comp, mem)
         t_comp += comp
         t_mem += mem
-        total += c.sched.traffic
+        total += c.dram
         covered.update(c.cand.ops)
-        segs.append({"ops": list(c.cand.ops), "bytes": c.sched.traffic, "t_s": max(comp, mem),
+        segs.append({"ops": list(c.cand.ops), "bytes": c.dram, "t_s": max(comp, mem),
                      "working_set_bytes": c.sched.ws,
                      "schedule": c.sched.describe(c.cand.model) if c.cand.model else None})
     for oid, cost in plan.costs.items():

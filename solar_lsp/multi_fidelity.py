@@ -34,16 +34,18 @@ class Solver:
     def __init__(self, plan: Plan, onchip: str | int):
         self.plan = plan
         self.onchip = onchip
-        self._by_cap: dict[float, Solution] = {}
+        self._by_cap: dict[tuple[float, bool], Solution] = {}
         self.solve_s = 0.0
 
-    def solution(self, chip: Chip) -> Solution:
-        cap = capacity_of(chip, self.onchip)
-        if cap not in self._by_cap:
+    def solution(self, chip: Chip, credit: bool = True) -> Solution:
+        """The bound's solution (``credit``: edges handed over in the cache), or the fusion
+        suggestions' one (every kernel pays its own edges)."""
+        key = (capacity_of(chip, self.onchip), credit)
+        if key not in self._by_cap:
             t = time.perf_counter()
-            self._by_cap[cap] = solve(self.plan, cap)
+            self._by_cap[key] = solve(self.plan, key[0], credit)
             self.solve_s += time.perf_counter() - t
-        return self._by_cap[cap]
+        return self._by_cap[key]
 
 
 def fill_multi_fidelity(er: EntryReport, program, costs, chips: list[Chip], config,
@@ -122,7 +124,7 @@ def _fill(er: EntryReport, plan: Plan, solver: Solver, costs, chips: list[Chip],
     er.totals["bound_cache_aware"] = ca0.bound
     er.totals["onchip_bytes"] = capacity_of(chip, solver.onchip)
     er.totals["segments"] = len(ca0.segments)
-    er.fusion = suggestions(plan, solver.solution(chip), chips)
+    er.fusion = suggestions(plan, solver.solution(chip, credit=False), chips)
     if er.inverse is not None:
         target = er.inverse["target_s"]
         work = total_work(costs)

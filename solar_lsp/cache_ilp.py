@@ -25,7 +25,7 @@ from .einsum_graph import tensor_bytes
 from .fusion import FusionGraph, analyze, candidate_segments
 from .hardware import Chip
 from .ir.core import loads
-from .sol import OpCost, UnitWork
+from .sol import OpCost, UnitWork, boundary_bytes
 from .tiling import CACHE_LIMIT, Sched, SegModel, all_schedules, best_within, build_model, frontier
 
 ILP_TIME_LIMIT_S = 20
@@ -36,20 +36,39 @@ class SegCand:
     ops: tuple[str, ...]
     model: SegModel | None  # None: one op the tiling model cannot describe (kept as unfused)
     front: list[Sched]
-    crossing: tuple[int, ...] = ()  # bytes of each intermediate it hands to or takes from another kernel
-    repeat: int = 1
+    crossing: tuple[int, ...] = ()  # bytes of each edge tensor a real run may keep in the cache
+    trips: list[int] = field(default_factory=list)  # per schedule: times its edges cross (1 or the loop's trips)
 
-    def credit(self, capacity: float) -> int:
-        """DRAM bytes a real run need not pay at this kernel's edges: an intermediate handed
-        between kernels can stay in the on-chip cache up to the capacity, so only the part
-        that does not fit (S − C) must be written out and read back. Each tensor is credited on
-        its own, as if it had the cache to itself: optimistic, so the bound stays a lower bound
-        even where a cut was forced by the search limits rather than by capacity."""
-        return self.repeat * sum(min(b, int(capacity)) for b in self.crossing)
+    def credit(self, capacity: float, trips: int = 1) -> int:
+        """DRAM bytes a real run need not pay at this kernel's edges: a tensor handed between
+        kernels can stay in the on-chip cache up to the capacity, so only the part that does
+        not fit (S − C) must be written out and read back. Each tensor is credited on its own,
+        as if it had the cache to itself: optimistic, so the bound stays a lower bound even
+        where a cut was forced by the search limits rather than by capacity. A loop body that
+        streams its operands crosses its edges once per trip; one resident across the loop,
+        once."""
+        return trips * sum(min(b, int(capacity)) for b in self.crossing)
 
-    def best(self, capacity: float) -> Sched | None:
-        """Least traffic within ``capacity``; a single op that fits nowhere keeps its smallest
-        schedule so that every group stays solvable."""
+    def dram(self, s: Sched, trips: int, capacity: float) -> int:
+        return max(0, s.traffic - self.credit(capacity, trips))
+
+    def best(self, capacity: float) -> tuple[Sched, int] | None:
+        """The schedule within ``capacity`` with the least DRAM traffic once its edges are
+        credited, and that traffic; a single op that fits nowhere keeps its smallest schedule
+        so that every group stays solvable."""
+        trips = self.trips or [1] * len(self.front)
+        ok = [(self.dram(s, n, capacity), s.ws, i) for i, (s, n) in enumerate(zip(self.front, trips))
+              if s.ws <= capacity]
+        if not ok and len(self.ops) == 1 and self.front:
+            i = min(range(len(self.front)), key=lambda j: (self.front[j].ws, self.front[j].traffic))
+            ok = [(self.dram(self.front[i], trips[i], capacity), self.front[i].ws, i)]
+        if not ok:
+            return None
+        d, _, i = min(ok)
+        return self.front[i], d
+
+    def best_uncredited(self, capacity: float) -> Sched | None:
+        """Least own traffic within ``capacity`` (the fusion suggestions' view)."""
         s = best_within(self.front, capacity)
         if s is None and len(self.ops) == 1 and self.front:
             s = min(self.front, key=lambda x: (x.ws, x.traffic))
@@ -110,55 +129,91 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
         lst = []
         for seg in candidate_segments(fg, g):
             ops = [fg.ops[o] for o in seg]
-            crossing = tuple(tensor_bytes(p, b) for b in sorted(_credited(fg, seg, first_reader)))
+            crossing = tuple(_credited(fg, seg, first_reader))
             m = build_model(p, fg.vm, ops, fg.free_tensors, fg.needed_outside(set(seg)))
             rep = getattr(ops[0], "repeat", 1)  # a loop body's kernel runs once per iteration
             if m is None:
                 if len(seg) > 1:
                     continue
                 b = by_id[seg[0]].bytes if seg[0] in by_id else 0
-                front = [Sched((), (), 0, b)]
-                if rep > 1:  # all of it resident across iterations: read once
-                    front.append(Sched((), (), b // rep, b // rep))
-                lst.append(SegCand(seg, None, front, crossing, rep))
+                front, trips = [Sched((), (), 0, b)], [rep]
+                if rep > 1:  # all of it resident across iterations: read once, but each trip's slice
+                    slices = (rep - 1) * _per_trip_bytes(fg, seg, rep)
+                    front.append(Sched((), (), b // rep, b // rep + slices))
+                    trips.append(1)
+                lst.append(SegCand(seg, None, front, crossing, trips))
                 continue
             front = frontier(m)
+            trips = [1] * len(front)
             if rep > 1:
                 # Either the body streams its operands every iteration (traffic × trips), or the
                 # capacity holds them across iterations (weights stay resident, the carry stays
-                # on chip): traffic once, with the largest working set of the space. The second
-                # is optimistic where it applies, which keeps the bound a lower bound; per-trip
-                # slices of the loop's inputs and outputs are in the fused bound it is maxed with.
-                resident = max(s.ws for s in front)
+                # on chip): traffic once, and everything one iteration moves must then fit on
+                # chip (working set ≥ that traffic). The second is optimistic where it applies,
+                # which keeps the bound a lower bound; per-trip slices of the loop's inputs and
+                # outputs are in the fused bound it is maxed with.
+                slices = (rep - 1) * _per_trip_bytes(fg, seg, rep)  # x[t] is new every trip
                 front = [Sched(s.choice, s.order, s.ws, s.traffic * rep) for s in front] + [
-                    Sched(s.choice, s.order, max(s.ws, resident), s.traffic) for s in front]
-            lst.append(SegCand(seg, m, front, crossing, rep))
+                    Sched(s.choice, s.order, max(s.ws, s.traffic), s.traffic + slices) for s in front]
+                trips = [rep] * (len(front) // 2) + [1] * (len(front) // 2)
+            lst.append(SegCand(seg, m, front, crossing, trips))
         cands.append(lst)
     return Plan(fg, fg.groups, cands, by_id, time.perf_counter() - t0)
 
 
+def _per_trip_bytes(fg: FusionGraph, seg: tuple[str, ...], rep: int) -> int:
+    """Bytes a loop body moves that differ from trip to trip, so no residency saves them: the
+    slices it reads of a tensor made outside the loop (``x[t]``), and the slices it writes of
+    a program output stacked across trips."""
+    p = fg.p
+    in_loop = {k.out.tensor for op in p.ops if op.repeat > 1 for k in op.kernels}
+    total = 0
+    for name in {ld.tensor for o in seg for k in fg.ops[o].kernels for ld in loads(k.expr)}:
+        b = p.base(name)
+        if name != b and b not in in_loop and tensor_bytes(p, name) * rep <= tensor_bytes(p, b):
+            total += tensor_bytes(p, name)
+    outs = {p.base(t) for t in p.outputs}
+    stacked = {p.base(op.inputs[0]) for op in p.ops if op.kind == "view" and op.inputs
+               for o in op.outputs if p.base(o) in outs
+               and tensor_bytes(p, o) >= rep * tensor_bytes(p, p.base(op.inputs[0]))}
+    for b in fg.needed_outside(set(seg)) & stacked:
+        total += tensor_bytes(p, b)
+    return total
+
+
 def _first_readers(p) -> dict[str, str]:
-    """The first op, in program order, that reads each tensor."""
+    """The first op, in program order, that reads each tensor name (a view by its own name, so
+    two slices of one weight are two regions; a view op itself reads nothing)."""
     first: dict[str, str] = {}
     for op in p.ops:
+        if op.kind == "view":
+            continue
         for t in op.inputs:
-            first.setdefault(p.base(t), op.id)
+            first.setdefault(t, op.id)
     return first
 
 
-def _credited(fg: FusionGraph, seg: tuple[str, ...], first_reader: dict[str, str]) -> set[str]:
-    """Edge tensors of the kernel ``seg`` that a real run may find in (or leave in) the cache:
-    everything it reads from another kernel or writes for one, except the compulsory traffic —
-    the program's outputs it writes, and the first read of an input or weight (paid by whichever
-    kernel holds the op that reads it first, so exactly once in any cut)."""
+def _credited(fg: FusionGraph, seg: tuple[str, ...], first_reader: dict[str, str]) -> list[int]:
+    """Bytes at the edges of the kernel ``seg`` that a real run may find in (or leave in) the
+    cache: what it reads from another kernel or writes for one, each region by its own size,
+    except the compulsory traffic — the program's outputs it writes, and the first read of an
+    input or weight region (paid by whichever kernel holds the op that reads it first, so exactly
+    once in any cut)."""
     p = fg.p
-    outs = {p.base(t) for t in p.outputs}
+    outs = fg.output_sources()
     ins = {p.base(t) for t in list(p.inputs) + list(p.params)}
     written = {k.out.tensor for o in seg for k in fg.ops[o].kernels}
-    read = {p.base(ld.tensor) for o in seg for k in fg.ops[o].kernels for ld in loads(k.expr)}
-    read -= written | fg.free_tensors
-    read -= {t for t in ins if first_reader.get(t) in seg}
-    return read | (fg.needed_outside(set(seg)) - outs - ins)
+    by_base: dict[str, int] = {}
+    for name in {ld.tensor for o in seg for k in fg.ops[o].kernels for ld in loads(k.expr)}:
+        b = p.base(name)
+        if b in written or b in fg.free_tensors:
+            continue
+        if b in ins and first_reader.get(name) in seg:
+            continue
+        by_base[b] = min(by_base.get(b, 0) + tensor_bytes(p, name), tensor_bytes(p, b))
+    for b in fg.needed_outside(set(seg)) - outs - ins:
+        by_base[b] = tensor_bytes(p, b)
+    return [by_base[b] for b in sorted(by_base)]
 
 
 _SOLVED: dict[tuple, tuple[int, ...]] = {}
@@ -173,9 +228,15 @@ def solve(plan: Plan, capacity: float, credit: bool = True) -> Solution:
     chosen: list[Chosen] = []
     todo: list[tuple[int, list[tuple[int, Sched, int]], tuple]] = []
     for gi, group in enumerate(plan.groups):
-        feas = [(si, c.best(capacity)) for si, c in enumerate(plan.cands[gi])]
-        feas = [(si, s, max(0, s.traffic - plan.cands[gi][si].credit(capacity)) if credit else s.traffic)
-                for si, s in feas if s is not None]
+        feas = []
+        for si, c in enumerate(plan.cands[gi]):
+            if credit:
+                hit = c.best(capacity)
+            else:
+                s0 = c.best_uncredited(capacity)
+                hit = (s0, s0.traffic) if s0 is not None else None
+            if hit is not None:
+                feas.append((si, hit[0], hit[1]))
         if len(group) == 1:
             si, s, d = min(feas, key=lambda x: x[2])
             chosen.append(Chosen(gi, plan.cands[gi][si], s, d))
@@ -233,7 +294,7 @@ def brute_force(plan: Plan, gi: int, capacity: float) -> int:
         if not ok and len(c.ops) == 1 and scheds:  # the same fallback as SegCand.best
             ok = [min(scheds, key=lambda s: (s.ws, s.traffic)).traffic]
         if ok:
-            best_of[c.ops] = max(0, min(ok) - c.credit(capacity))
+            best_of[c.ops] = max(0, min(ok) - c.credit(capacity, c.trips[0] if c.trips else 1))
 
     def rec(left: frozenset[str]) -> float:
         if not left:
@@ -299,6 +360,10 @@ def evaluate_solution(plan: Plan, sol: Solution, chip: Chip) -> CacheAware:
         t_comp += max(cost.work.times(chip).values(), default=0.0)
         t_mem += cost.bytes / chip.dram_bytes_per_s
         total += cost.bytes
+    # Compulsory traffic is a lower bound too, and the larger of two lower bounds is one: the
+    # loop-resident schedules count the slices a loop moves per trip only one loop level deep
+    # (nested scans can come out below it), so the total never reports less than it.
+    total = max(total, boundary_bytes(plan.fg.p))
     bound = "compute" if t_comp >= t_mem and t_comp > 0 else "memory"
     return CacheAware(t, total, bound, segs)
 

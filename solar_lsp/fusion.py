@@ -44,9 +44,17 @@ class FusionGraph:
     _desc: dict[str, int] = field(default_factory=dict)
     _anc: dict[str, int] = field(default_factory=dict)
 
+    def output_sources(self) -> set[str]:
+        """Tensors the program returns, directly or through a view (a loop's stacked output is
+        a view op over the tensor the body writes each trip)."""
+        p = self.p
+        outs = {p.base(t) for t in p.outputs}
+        return outs | {p.base(op.inputs[0]) for op in p.ops if op.kind == "view" and op.inputs
+                       and any(p.base(o) in outs for o in op.outputs)}
+
     def needed_outside(self, seg: set[str]) -> set[str]:
         """Tensors written by ``seg`` that something after it reads (or the program returns)."""
-        outs = {self.p.base(t) for t in self.p.outputs}
+        outs = self.output_sources()
         need = set()
         for o in seg:
             for k in self.ops[o].kernels:

@@ -130,10 +130,14 @@ def _hw_names(values: list[str] | None) -> list[str]:
 
 
 def _dims(values: list[str]) -> dict:
+    """``--dim NAME=INT`` values; a malformed one raises ValueError saying which."""
     dims = {}
     for v in values:
         k, _, val = v.partition("=")
-        dims[k.strip()] = int(val)
+        try:
+            dims[k.strip()] = int(val)
+        except ValueError:
+            raise ValueError(f"--dim {v!r}: expected NAME=INTEGER") from None
     return dims
 
 
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"[red]error:[/red] {exc}")
         return 2
     except ValueError as exc:
-        err.print(f"[red]error:[/red] bad --dim: {exc}")
+        err.print(f"[red]error:[/red] {exc}")
         return 2
     if not os.path.isfile(args.file):
         err.print(f"[red]error:[/red] cannot read {args.file}: no such file")

@@ -307,7 +307,7 @@ def beaten_bounds(measured: float, tot: dict, chip) -> list[str]:
     for fid in ("fused", "cache_aware"):
         t = tot.get(f"t_{fid}_s")
         if t and measured < t:
-            what = ("re-probe with `solar hw probe --refresh` on an idle machine" if chip.name == "host"
+            what = ("re-probe with `solar hw probe` on an idle machine" if chip.name == "host"
                     else f"check the figures of {chip.path}")
             out.append(f"SOL violation: the measured {measured * 1e3:.3f} ms beats the {fid} bound "
                        f"{t * 1e3:.3f} ms on {chip.name}; {what}")

@@ -19,10 +19,12 @@ def headroom_command(args, out: Console, err: Console) -> int:
     if not os.path.isfile(args.file):
         err.print(f"[red]error:[/red] cannot read {args.file}: no such file")
         return 2
-    dims = {}
-    for v in args.dim:
-        k, _, val = v.partition("=")
-        dims[k.strip()] = int(val)
+    from .cli import _dims
+    try:
+        dims = _dims(args.dim)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return 2
     try:
         with err.status(f"measuring on {args.device}…"):
             report = headroom_file(args.file, args.device, args.hw, args.entry, args.compile, Config(dims=dims))

@@ -52,7 +52,7 @@ def fill_multi_fidelity(er: EntryReport, program, costs, chips: list[Chip], conf
                         all_chips: Callable[[list[Chip]], list[Chip]]) -> None:
     t0 = time.perf_counter()
     try:
-        er.reorder = reorder.suggestions(program)
+        er.reorder = reorder.suggestions(program, einsum="jnp.einsum" if er.frontend == "jax" else "torch.einsum")
     except Exception as exc:  # a bug here must not lose the entry's other bounds
         er.reorder = []
         er.totals["reorder_error"] = f"{type(exc).__name__}: {exc}"

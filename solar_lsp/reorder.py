@@ -200,8 +200,9 @@ def path_flops(subs: list[str], out: str, sizes: dict[str, int], path) -> int:
     return total
 
 
-def expression(names: list[str], subs: list[str], out: str, path) -> str:
-    """Nested torch.einsum calls that contract in ``path`` order."""
+def expression(names: list[str], subs: list[str], out: str, path, einsum: str = "torch.einsum") -> str:
+    """Nested einsum calls (``torch.einsum``, or ``jnp.einsum`` for a JAX entry) that contract
+    in ``path`` order."""
     cur = list(zip(names, subs))
     for n, step in enumerate(path):
         picked = [cur[i] for i in step]
@@ -214,11 +215,11 @@ def expression(names: list[str], subs: list[str], out: str, path) -> str:
             keep = set(out).union(*[set(s) for _, s in cur])
             res = "".join(c for c in dict.fromkeys("".join(s for _, s in picked)) if c in keep)
         eq = ",".join(s for _, s in picked) + "->" + res
-        cur.append((f'torch.einsum("{eq}", {", ".join(e for e, _ in picked)})', res))
+        cur.append((f'{einsum}("{eq}", {", ".join(e for e, _ in picked)})', res))
     return cur[0][0]
 
 
-def suggestions(p: Program, min_gain: float = 1e-6) -> list[dict]:
+def suggestions(p: Program, min_gain: float = 1e-6, einsum: str = "torch.einsum") -> list[dict]:
     """Chains whose best order saves FLOPs, as JSON items (``reorder`` of an entry)."""
     out = []
     for c in find_chains(p):
@@ -235,6 +236,6 @@ def suggestions(p: Program, min_gain: float = 1e-6) -> list[dict]:
                     "ops": list(dict.fromkeys(o for o, _ in c.kernels)),
                     "flops_before": c.flops_before, "flops_after": after,
                     "einsum": eq, "operands": names,
-                    "expression": expression(names, subs, c.output, path)})
+                    "expression": expression(names, subs, c.output, path, einsum)})
     out.sort(key=lambda r: r["flops_after"] - r["flops_before"])
     return out

@@ -96,3 +96,19 @@ def test_reorder_in_json_and_table(cli, entries):
     assert {"line", "flops_before", "flops_after", "expression"} <= item.keys()
     r = cli("analyze", path, "--entry", "chain", "--no-verify")
     assert "reorder line" in r.out and "torch.einsum" in r.out
+
+
+def test_jax_chain_is_rewritten_with_jnp_einsum(tmp_path):
+    """A JAX file gets a jnp.einsum rewrite (it has no torch import to paste torch code into)."""
+    path = write(tmp_path, "chain_jax.py", """
+        import jax.numpy as jnp
+
+        # solar: a=f32[512,8], b=f32[8,512], c=f32[512,512]
+        def chain(a, b, c):
+            return a @ b @ c
+    """)
+    e = analyze_file(path, Config(hw=["h100-sxm"], verify=False)).entries[0]
+    assert e.status == "ok" and e.frontend == "jax", e.error
+    [r] = e.reorder
+    assert r["expression"].startswith("jnp.einsum(") and "torch" not in r["expression"]
+    assert r["flops_after"] < r["flops_before"]

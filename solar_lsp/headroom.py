@@ -80,32 +80,69 @@ def _device_ok(device: str) -> None:
 
 
 def available_bytes(device: str) -> int:
+    """Free memory of the device; on the CPU also what the address-space limit leaves (the
+    server's workers run under RLIMIT_AS)."""
     import torch
     if device == "cuda":
         free, _ = torch.cuda.mem_get_info()
         return int(free)
+    have = 8 * 1024**3
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    have = int(line.split()[1]) * 1024
+                    break
     except OSError:
         pass
-    return 8 * 1024**3
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm") as f:
+                used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            have = min(have, max(0, soft - used))
+    except (ImportError, OSError, ValueError):
+        pass
+    return have
+
+
+# Variants whose peaks exceed every bundled file they would match by name: mapping them would
+# give a bound above what the card can do (e.g. H100 NVL: 3.9 TB/s against the SXM file's 3.35).
+_NO_FILE = ("nvl", "gh200", "gb200", "gb300", "b300")
 
 
 def chip_for_device(device: str) -> str:
-    """The hardware file that matches the device: the probed host, or the GPU by name."""
+    """The hardware file that matches the device: the probed host, or the GPU by its name,
+    refusing variants no bundled file bounds from above."""
     if device == "cpu":
         return "host"
     import torch
-    name = torch.cuda.get_device_name().lower()
-    for key, chip in (("b200", "b200"), ("h200", "h200"), ("h100 pcie", "h100-pcie"), ("h100", "h100-sxm"),
-                      ("a100", "a100-sxm"), ("a6000", "a6000"), ("thor", "jetson-thor")):
-        if key in name:
-            return chip
-    raise HeadroomError(f"no hardware file matches the GPU {torch.cuda.get_device_name()!r}; "
-                        "pass --hw with a chip name or a TOML file")
+    return chip_for_gpu_name(torch.cuda.get_device_name())
+
+
+def chip_for_gpu_name(full: str) -> str:
+    name = full.lower()
+    chip = None
+    if not any(v in name for v in _NO_FILE):
+        if "b200" in name:
+            chip = "b200"
+        elif "h200" in name:
+            chip = "h200"
+        elif "h100" in name and "pcie" in name:
+            chip = "h100-pcie"
+        elif "h100" in name and ("sxm" in name or "hbm3" in name):
+            chip = "h100-sxm"
+        elif "a100" in name:  # the SXM4 80GB file has the highest bandwidth and clocks of any A100
+            chip = "a100-sxm"
+        elif "a6000" in name and "ada" not in name:
+            chip = "a6000"
+        elif "thor" in name:
+            chip = "jetson-thor"
+    if chip is None:
+        raise HeadroomError(f"no bundled hardware file bounds the GPU {full!r} from above; "
+                            "pass --hw with a chip name or a TOML file with its datasheet figures")
+    return chip
 
 
 class LineLabels:
@@ -235,11 +272,7 @@ def headroom_entry(module, entry_obj, entry: dict, path: str, device: str, chip,
     import torch
 
     from .frontend.torch_trace import EntryError, _user_line, build
-    need = _entry_bytes(program)
-    have = available_bytes(device)
-    if need > 0.8 * have:
-        raise HeadroomError(f"the inputs and weights need {need / 1e9:.1f} GB but only {have / 1e9:.1f} GB "
-                            f"is available on {device}; shrink the shapes to measure it")
+    check_fits(program, device, chip)
     try:
         model, inputs = build(module, entry_obj, path, device=device)
     except EntryError as exc:
@@ -323,6 +356,25 @@ def seen_bandwidth(measured: float, tot: dict, chip) -> float | None:
         return None
     seen = need / measured
     return seen if seen > chip.dram_bytes_per_s else None
+
+
+def check_fits(program, device: str, chip, have: int | None = None) -> None:
+    """Refuse, with the sizes, a run that would not fit: its peak of live tensors (inputs,
+    weights, intermediates and outputs alive at once, in op order) plus the cache-flush buffer,
+    against the memory available to this process (free memory, and the address-space limit a
+    server worker runs under)."""
+    if program is None:
+        return
+    from .multi_fidelity import footprint
+    inw = _entry_bytes(program)
+    peak = max(footprint(program), inw)
+    flush = max(2 * chip.l2_bytes, 64 * 1024**2)
+    need = peak + flush
+    have = available_bytes(device) if have is None else have
+    if need > 0.8 * have:
+        raise HeadroomError(f"the run needs {need / 1e9:.1f} GB (inputs and weights {inw / 1e9:.1f} GB, peak of live "
+                            f"tensors {peak / 1e9:.1f} GB, cache flush {flush / 1e9:.2f} GB) but only "
+                            f"{have / 1e9:.1f} GB is available on {device}; shrink the shapes to measure it")
 
 
 def _entry_bytes(program) -> int:

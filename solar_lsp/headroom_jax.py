@@ -86,11 +86,7 @@ def headroom_jax_entry(module, entry_obj, entry: dict, path: str, device: str, c
 
     from .frontend.jax_trace import trace
     from .frontend.torch_trace import EntryError, _user_line
-    need = H._entry_bytes(program)
-    have = H.available_bytes("cpu") if device == "cpu" else _gpu_free()
-    if need > 0.8 * have:
-        raise H.HeadroomError(f"the inputs and weights need {need / 1e9:.1f} GB but only {have / 1e9:.1f} GB "
-                              f"is available on {device}; shrink the shapes to measure it")
+    H.check_fits(program, device, chip, H.available_bytes("cpu") if device == "cpu" else _gpu_free())
     dev = _device(device)
     try:
         traced = trace(module, entry_obj, path)

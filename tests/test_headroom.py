@@ -191,3 +191,18 @@ def test_diagnosis_rules(measured, ops, entry, want):
     h = _h(measured, ops, entry)
     diag, reasons = H.diagnose(h, entry, "cuda")
     assert diag == want and reasons[0].startswith(want)
+
+
+@pytest.mark.parametrize("name,chip", [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
+    ("NVIDIA B200", "b200"), ("NVIDIA A100-SXM4-40GB", "a100-sxm"), ("NVIDIA RTX A6000", "a6000"),
+    ("NVIDIA H100 NVL", None), ("NVIDIA GH200 480GB", None), ("NVIDIA GB200", None),
+    ("NVIDIA RTX 6000 Ada Generation", None), ("NVIDIA GeForce RTX 4090", None)])
+def test_gpu_names_map_only_to_files_that_bound_them(name, chip):
+    """A variant faster than the file its name resembles (H100 NVL: 3.9 TB/s vs the SXM file's
+    3.35) is refused, not mapped: its bound would exceed a real run."""
+    if chip is None:
+        with pytest.raises(H.HeadroomError, match="--hw"):
+            H.chip_for_gpu_name(name)
+    else:
+        assert H.chip_for_gpu_name(name) == chip

@@ -48,6 +48,7 @@ class Record:
     closure: str
     key: str
     phase: str = "final"  # bounds | final
+    files: list[str] = field(default_factory=list)  # user modules the analysis imported
 
 
 @dataclass
@@ -61,6 +62,7 @@ class DocState:
     debounce: asyncio.Task | None = None
     job: asyncio.Task | None = None
     analyzing: bool = False
+    force: bool = False  # the next analysis skips the results cache (solar.reanalyze)
 
 
 class SolarServer(LanguageServer):
@@ -209,15 +211,20 @@ async def analyze_document(uri: str) -> None:
         del st.records[gone]
     stale: list[str] = []
     cache = server.cache
+    force, st.force = st.force, False
     for e in entries:
-        extra = cache.closure_extra(path, e.name) if cache else []
-        h = closure_hash(text, e.name, extra, e.pragma_line)
+        extra, files = cache.closure_parts(path, e.name) if cache else ([], [])
+        h = closure_hash(text, e.name, extra, e.pragma_line, files)
         rec = st.records.get(e.name)
+        if force:
+            st.records.pop(e.name, None)
+            stale.append(e.name)
+            continue
         if rec is not None and rec.closure == h and rec.key == key and rec.phase == "final":
             continue
         hit = cache.get(path, e.name, h, key) if cache and h else None
         if hit is not None:
-            st.records[e.name] = Record(hit["entry"], hit["lines"], h, key)
+            st.records[e.name] = Record(hit["entry"], hit["lines"], h, key, files=files)
             st.faults.pop(e.name, None)
             continue
         stale.append(e.name)
@@ -271,13 +278,17 @@ async def _run_job(st: DocState, text: str, lines: list[str], stale: list[str], 
                + ", ".join(f"{e['name']} {e['status']}" for e in report.get("entries", [])))
     if report.get("error"):
         st.file_error = (1, f"solar: {report['error']}")
-    _store(st, report, lines, text, key, phase="final")
+    _store(st, report, lines, text, key, phase="final", files=reply.get("sources") or [])
     _progress_end(token, "done")
     publish(st)
     await server.refresh()
 
 
-def _store(st: DocState, report: dict, lines: list[str], text: str, key: str, phase: str) -> None:
+def _store(st: DocState, report: dict, lines: list[str], text: str, key: str, phase: str,
+           files: list[str] | None = None) -> None:
+    """Keep the entries of ``report``; ``files`` (the user modules the job imported) go into
+    each closure hash, so that editing a sibling module makes the result stale."""
+    files = sorted(files or [])
     cache = server.cache
     by_name = {e.name: e for e in st.entries}
     for e in report.get("entries", []):
@@ -285,13 +296,13 @@ def _store(st: DocState, report: dict, lines: list[str], text: str, key: str, ph
         used = [ln["line"] for ln in e.get("lines", []) if ln.get("line")]
         extra = defs_of_lines(text, used)
         ent = by_name.get(name)
-        h = closure_hash(text, name, extra, ent.pragma_line if ent else None)
+        h = closure_hash(text, name, extra, ent.pragma_line if ent else None, files)
         if h is None:
             continue
-        st.records[name] = Record(e, lines, h, key, phase)
+        st.records[name] = Record(e, lines, h, key, phase, files)
         st.faults.pop(name, None)
         if phase == "final" and cache is not None:
-            cache.set_closure_extra(st.path, name, extra)
+            cache.set_closure_extra(st.path, name, extra, files)
             if e.get("status") == "ok":
                 cache.put(st.path, name, h, key, {"entry": e, "lines": lines})
 
@@ -376,6 +387,7 @@ def status_payload() -> dict:
             "jobs": server.pool.jobs if server.pool else 0,
             "workers": server.pool.pids() if server.pool else [],
             "workers_started": server.pool.started if server.pool else 0,
+            "worker_error": server.pool.broken if server.pool else None,
             "settings_error": server.settings_error, "version": __version__}
 
 
@@ -431,7 +443,12 @@ async def did_open(ls: SolarServer, params: T.DidOpenTextDocumentParams) -> None
 
 @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
 async def did_save(ls: SolarServer, params: T.DidSaveTextDocumentParams) -> None:
-    schedule(params.text_document.uri)
+    uri = params.text_document.uri
+    schedule(uri)
+    saved = os.path.realpath(ls.workspace.get_text_document(uri).path)
+    for other, st in list(ls.docs.items()):  # models that import the saved module
+        if other != uri and any(saved in rec.files for rec in st.records.values()):
+            schedule(other)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
@@ -734,8 +751,9 @@ async def cmd_target(ls: SolarServer, *args: Any) -> dict:
 async def cmd_reanalyze(ls: SolarServer, *args: Any) -> dict:
     for uri in (args[:1] or list(ls.docs)):
         st = ls.docs.get(uri)
-        if st is not None:
+        if st is not None:  # run the analysis again: not from memory, not from the disk cache
             st.records.clear()
+            st.force = True
             schedule(uri)
     return {"ok": True}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import diskcache
@@ -23,10 +24,19 @@ class ResultCache:
 
     def closure_extra(self, path: str, entry: str) -> list[str]:
         """Definitions the last trace of this entry ran through (the dynamic closure)."""
-        return list(self._dc.get(self._key("extra", os.path.realpath(path), entry), []))
+        return self.closure_parts(path, entry)[0]
 
-    def set_closure_extra(self, path: str, entry: str, names: list[str]) -> None:
-        self._dc.set(self._key("extra", os.path.realpath(path), entry), sorted(names))
+    def closure_parts(self, path: str, entry: str) -> tuple[list[str], list[str]]:
+        """(definitions the last trace ran through, user source files it imported): what
+        the entry's closure hash covers besides its own text."""
+        v = self._dc.get(self._key("extra", os.path.realpath(path), entry), [])
+        if isinstance(v, dict):
+            return list(v.get("defs", [])), list(v.get("files", []))
+        return list(v), []  # written before files were recorded
+
+    def set_closure_extra(self, path: str, entry: str, names: list[str], files: Sequence[str] = ()) -> None:
+        self._dc.set(self._key("extra", os.path.realpath(path), entry),
+                     {"defs": sorted(names), "files": sorted(files)})
 
     def get(self, path: str, entry: str, closure: str, settings_key: str) -> dict | None:
         return self._dc.get(self._key("result", os.path.realpath(path), entry, closure, settings_key))

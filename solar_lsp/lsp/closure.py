@@ -6,6 +6,8 @@ The closure is (a) the entry's own definition with its pragma, ``get_inputs`` an
 constants), (c) every top-level function or class those name, transitively, and (d) the
 definitions that contain a line the last trace ran through (the ops' lines), which catches
 code reached dynamically. All of it is found from the text alone: no user code runs.
+Code in other files is covered by (e) the bytes of every user source file the last analysis
+imported (a sibling module with the layers), which the worker reports with each result.
 """
 
 from __future__ import annotations
@@ -59,8 +61,24 @@ def closure_defs(tree: ast.Module, entry: str, lines: Iterable[int] = ()) -> lis
     return sorted(seen)
 
 
-def closure_hash(source: str, entry: str, extra_defs: Iterable[str] = (), pragma_line: int | None = None) -> str | None:
-    """Hash of the entry's closure in ``source``; None when the source does not parse."""
+def files_digest(paths: Iterable[str]) -> str:
+    """Digest of the paths and the bytes of these files; a missing file counts as its own
+    content, so editing, deleting or creating one changes it."""
+    h = hashlib.sha256()
+    for p in sorted(set(paths)):
+        h.update(p.encode() + b"\0")
+        try:
+            with open(p, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+        except OSError:
+            h.update(b"<missing>")
+    return h.hexdigest()
+
+
+def closure_hash(source: str, entry: str, extra_defs: Iterable[str] = (), pragma_line: int | None = None,
+                 files: Iterable[str] = ()) -> str | None:
+    """Hash of the entry's closure in ``source`` and of the user ``files`` its last analysis
+    imported; None when the source does not parse."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -85,6 +103,9 @@ def closure_hash(source: str, entry: str, extra_defs: Iterable[str] = (), pragma
             while i >= 0 and lines[i].lstrip().startswith("#"):
                 h.update(lines[i].encode())
                 i -= 1
+    files = list(files)
+    if files:
+        h.update(b"\0files\0" + files_digest(files).encode())
     return h.hexdigest()
 
 

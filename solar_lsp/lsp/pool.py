@@ -18,6 +18,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_EXC = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
+MAX_START_FAILURES = 3  # workers that die while starting in a row before jobs fail with why
+WORKER_PYTHON_ENV = "SOLAR_LSP_WORKER_PYTHON"
+
+
+def worker_python() -> str:
+    """The interpreter workers run on: ``$SOLAR_LSP_WORKER_PYTHON`` (e.g. the project's
+    virtual environment) or the server's own."""
+    return os.environ.get(WORKER_PYTHON_ENV) or sys.executable
+
+
+def _tail(stderr: collections.deque, status: str) -> str:
+    """Why a worker did not start, for a message: the exception line of its traceback first,
+    then its exit status and the last lines it wrote."""
+    lines = [s.strip() for s in stderr if s.strip().strip("^~ ")]
+    if not lines:
+        return f"{status}; it wrote nothing"
+    exc = next((s for s in reversed(lines) if _EXC.match(s)), None)
+    tail = " | ".join(s for s in lines[-4:] if s != exc)[-400:]
+    return f"{exc} ({status}; last output: {tail})" if exc else f"{status}; last output: {tail}"
 
 
 class JobFailed(Exception):
@@ -76,6 +96,10 @@ class Pool:
         self._ids = itertools.count(1)
         self._closed = False
         self.started = 0  # workers started over the pool's life (tests read it)
+        self.start_timeout_s = max(120.0, 2 * timeout_s)
+        self._start_failures = 0
+        self._spawning = 0  # _spawn loops in progress
+        self.broken: str | None = None  # why workers cannot start, after MAX_START_FAILURES tries
         self.jobs = 0  # jobs sent to a worker
 
     # ---- workers
@@ -84,9 +108,29 @@ class Pool:
             asyncio.ensure_future(self._spawn())
 
     async def _spawn(self) -> None:
-        if self._closed:
-            return
-        args = [sys.executable, "-m", "solar_lsp.lsp.worker", "--memory", str(self.memory_bytes)]
+        """Start one worker; retry a worker that dies while starting, at most
+        ``MAX_START_FAILURES`` times in a row, then give up until the next job (see :meth:`run`)."""
+        self._spawning += 1
+        try:
+            while not self._closed and self.broken is None:
+                p, why = await self._start_one()
+                if p is not None:
+                    self._start_failures = 0
+                    self._idle.put_nowait(p)
+                    return
+                self._start_failures += 1
+                self.log(f"a worker could not start ({self._start_failures}/{MAX_START_FAILURES}): {why}")
+                if self._start_failures >= MAX_START_FAILURES:
+                    self._give_up(why)
+                    return
+                await asyncio.sleep(1.0)
+        finally:
+            self._spawning -= 1
+
+    async def _start_one(self) -> tuple[_Proc | None, str]:
+        """A warm worker, or None and why it did not start (the last lines it wrote)."""
+        python = worker_python()
+        args = [python, "-m", "solar_lsp.lsp.worker", "--memory", str(self.memory_bytes)]
         if self.jax:
             args.append("--jax")
         try:
@@ -94,22 +138,38 @@ class Pool:
                 *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=1 << 28)
         except OSError as exc:
-            self.log(f"cannot start a worker: {exc}")
-            return
+            return None, f"cannot run {python}: {exc}"
         self.started += 1
         p = _Proc(proc)
         self._procs.add(p)
         p.tasks = [asyncio.ensure_future(self._read_out(p)), asyncio.ensure_future(self._read_err(p))]
-        msg = await p.messages.get()
-        if msg is None or msg.get("type") != "ready":
-            self.log("a worker died while starting: " + " | ".join(list(p.stderr)[-5:]))
+        try:
+            msg = await asyncio.wait_for(p.messages.get(), self.start_timeout_s)
+        except TimeoutError:
+            msg = False
+        if not msg or msg.get("type") != "ready":
+            if msg is None:  # stdout closed: let stderr drain so the reason is complete
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.gather(*p.tasks[1:], proc.wait()), 2.0)
             self._drop(p)
-            await asyncio.sleep(1.0)
-            await self._spawn()
-            return
+            if msg is False:
+                return None, _tail(p.stderr, f"not ready after {self.start_timeout_s:g} s")
+            return None, _tail(p.stderr, _signal_name(proc.returncode))
         p.warmup_s = msg.get("warmup_s")
         self.log(f"worker {p.pid} ready after {p.warmup_s:.1f} s")
-        self._idle.put_nowait(p)
+        return p, ""
+
+    def _give_up(self, why: str) -> None:
+        """Fail every job waiting for a worker with the reason; the next job tries again."""
+        self.broken = (f"the analysis worker could not start: {why}. Interpreter: {worker_python()} "
+                       f"(${WORKER_PYTHON_ENV} chooses another); it is tried again on the next save "
+                       "or solar.reanalyze")
+        self.log(self.broken)
+        if self._procs:  # another worker is up and will take the waiting jobs
+            return
+        for job in list(self._running.values()):
+            if job.proc is None and not job.future.done():
+                job.future.set_exception(JobFailed(self.broken))
 
     async def _read_out(self, p: _Proc) -> None:
         while True:
@@ -151,6 +211,11 @@ class Pool:
                   on_message: Callable[[dict], Awaitable[None] | None] | None = None) -> dict:
         """Run ``request`` on a worker; a newer job with the same key supersedes this one."""
         self.cancel(key)
+        if self.broken is not None and not self._closed:  # a new user action: try again
+            self.broken = None
+            self._start_failures = 0
+            for _ in range(max(self.size - len(self._procs) - self._spawning, 0)):
+                asyncio.ensure_future(self._spawn())
         loop = asyncio.get_running_loop()
         job = _Job(key, dict(request), on_message, loop.create_future())
         self._running[key] = job

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types as T
+from pygls import uris
 from pygls.lsp.server import LanguageServer
 
 from . import __version__
@@ -393,7 +394,7 @@ def status_payload() -> dict:
 
 @server.feature(T.INITIALIZE)
 def on_initialize(ls: SolarServer, params: T.InitializeParams) -> None:
-    ls.root = params.root_path or (params.root_uri and params.root_uri.removeprefix("file://")) or None
+    ls.root = params.root_path or (params.root_uri and uris.to_fs_path(params.root_uri)) or None
     ls.config_ready = asyncio.Event()
     opts = params.initialization_options
     if isinstance(opts, dict):
@@ -615,7 +616,7 @@ async def _show(name: str, text: str, suffix: str = ".md", open_it: bool = True)
         f.write(text)
     with contextlib.suppress(OSError):
         os.chmod(path, 0o444)
-    uri = "file://" + path
+    uri = uris.from_fs_path(path)
     if open_it and server.supports_show_document():
         with contextlib.suppress(Exception):
             await server.window_show_document_async(T.ShowDocumentParams(uri=uri, take_focus=True))

@@ -125,3 +125,12 @@ def test_local_rewrite_only_when_the_value_is_the_chain():
     assert local_rewrite("def f(a, b, c):\n    return (a @ b @ c) + 1\n", 2, ["a", "b", "c"], new) is None
     assert local_rewrite("def f(a, b, c):\n    y = torch.matmul(torch.mm(a, b), c)\n", 2, ["a", "b", "c"], new)[4] == new
     assert local_rewrite(src, 2, ["a", "b"], new) is None
+
+
+def test_llm_jobs_get_the_agent_time_limit():
+    from solar_lsp.lsp.pool import LLM_JOB_TIMEOUT_S, Pool, request
+    pool = Pool(1, 60.0)
+    assert pool.job_timeout(request("a.py", "a.py", {"llm": False})) == 60.0
+    assert pool.job_timeout(request("a.py", "a.py", {"llm": True})) == LLM_JOB_TIMEOUT_S >= 3 * 120
+    pool.timeout_s = 1200.0
+    assert pool.job_timeout(request("a.py", "a.py", {"llm": True})) == 1200.0

@@ -21,6 +21,7 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _EXC = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
 MAX_START_FAILURES = 3  # workers that die while starting in a row before jobs fail with why
 WORKER_PYTHON_ENV = "SOLAR_LSP_WORKER_PYTHON"
+LLM_JOB_TIMEOUT_S = 600.0
 
 
 def worker_python() -> str:
@@ -159,6 +160,14 @@ class Pool:
         self.log(f"worker {p.pid} ready after {p.warmup_s:.1f} s")
         return p, ""
 
+    def job_timeout(self, request: dict) -> float:
+        """The job's time limit: ``timeout``, or for a job that may ask the LLM agent at least
+        LLM_JOB_TIMEOUT_S (up to three rounds of 120 s requests, with retries; a job killed
+        half-way caches nothing and would pay for the same requests again)."""
+        if (request.get("config") or {}).get("llm"):
+            return max(self.timeout_s, LLM_JOB_TIMEOUT_S)
+        return self.timeout_s
+
     def _give_up(self, why: str) -> None:
         """Fail every job waiting for a worker with the reason; the next job tries again."""
         self.broken = (f"the analysis worker could not start: {why}. Interpreter: {worker_python()} "
@@ -239,7 +248,8 @@ class Pool:
         job.proc = proc
         self.jobs += 1
         rid = next(self._ids)
-        req = {**job.request, "id": rid, "timeout_s": self.timeout_s}
+        timeout = self.job_timeout(job.request)
+        req = {**job.request, "id": rid, "timeout_s": timeout}
         try:
             proc.proc.stdin.write((json.dumps(req) + "\n").encode())
             await proc.proc.stdin.drain()
@@ -247,7 +257,7 @@ class Pool:
             self._replace(proc)
             job.future.set_exception(JobFailed(f"the analysis process could not take the job: {exc}"))
             return
-        deadline = loop_time() + self.timeout_s
+        deadline = loop_time() + timeout
         path = job.request.get("path", "")
         while True:
             remaining = deadline - loop_time()
@@ -259,7 +269,7 @@ class Pool:
                 if not job.future.done():
                     where = f" (it was running line {line})" if line else ""
                     job.future.set_exception(JobFailed(
-                        f"analysis took longer than {self.timeout_s:g} s and was stopped{where}; "
+                        f"analysis took longer than {timeout:g} s and was stopped{where}; "
                         "code that loops forever at import or in forward does this "
                         "(raise solar.timeout for a slow model)", line))
                 return

@@ -28,9 +28,29 @@ from .ir.core import (
 from .pragma import dtype_size
 
 # Transcendentals that need the special-function unit even in CUDA's accurate libdevice
-# implementations (one MUFU instruction each); tanh and erf are FMA polynomials.
+# implementations (one MUFU instruction each); tanh, erf, atan, asin, acos and atan2 are
+# FMA polynomials. sinh/cosh need one exp, atanh one log1p, asinh/acosh a log and a sqrt.
 SFU_COST = {"exp": 1, "exp2": 1, "expm1": 1, "log": 1, "log2": 1, "log1p": 1, "sqrt": 1,
-            "rsqrt": 1, "sin": 1, "cos": 1, "tan": 2, "sigmoid": 1, "pow": 2}
+            "rsqrt": 1, "sin": 1, "cos": 1, "tan": 2, "sigmoid": 1, "pow": 2,
+            "sinh": 1, "cosh": 1, "atanh": 1, "asinh": 2, "acosh": 2}
+# ``pow(x, n)`` with a constant integer |n| <= this runs as multiplies (nvcc and the
+# libdevice fast path expand it), not as exp2(n * log2(x)).
+POW_INT_MAX = 4
+
+
+def pow_multiplies(e: Call) -> int | None:
+    """Vector ops of ``pow(x, n)`` for a small constant integer ``n``, else None.
+
+    The fewest multiplies (square-and-multiply: n=2 one, n=3 and n=4 two), plus one
+    reciprocal for a negative ``n``: a lower bound, like every count here."""
+    if e.fn != "pow" or not isinstance(e.args[1], Const):
+        return None
+    v = float(e.args[1].value)
+    if not v.is_integer() or abs(v) > POW_INT_MAX:
+        return None
+    n = abs(int(v))
+    muls = 0 if n <= 1 else n.bit_length() - 1 + bin(n).count("1") - 1
+    return muls + (1 if v < 0 else 0)
 
 
 @dataclass(frozen=True)
@@ -68,6 +88,10 @@ def count_kernel(k: Kernel) -> Counts:
     sfu = 0
     for e in walk(k.expr):
         if isinstance(e, Call):
+            muls = pow_multiplies(e)
+            if muls is not None:
+                per += muls
+                continue
             if e.fn not in FREE_FUNCS:
                 per += 1
             if SCALAR_FUNCS[e.fn][1]:

@@ -114,9 +114,14 @@ def test_tensor_flops_equal_flop_counter(by_file, path, name):
     per_module = {k: sum(v.values()) for k, v in fc.get_flop_counts().items()}
     root = type(model).__name__
     unseen = sum(f for fqn, f in recurrent if per_module.get(f"{root}.{fqn}", 0) == 0)
-    if counted + unseen == 0:
-        pytest.skip("FlopCounterMode counts no FLOPs for this entry")
-    assert e["tensor_flops"] == counted + unseen
+    # FlopCounterMode has no formula for aten._int_mm: the int8 matmul's M x K x N MACs by hand
+    blind = BLIND_TO_FLOPCOUNTER.get(_rel(path), 0)
+    # an entry with no contraction at all must report none either (the engine inventing matrix
+    # FLOPs would break the bound as surely as missing them)
+    assert e["tensor_flops"] == counted + unseen + blind
+
+
+BLIND_TO_FLOPCOUNTER = {"ops_dtype_int8_mm.py": 2 * 64 * 1024 * 512}  # torch._int_mm(a[64,1024], b[1024,512])
 
 
 def _rnn_flops(m: torch.nn.RNNBase, x: torch.Tensor) -> int:

@@ -225,6 +225,8 @@ _REF = {
     "erf": np.vectorize(math.erf, otypes=[float]),
     "sigmoid": lambda a: 1 / (1 + np.exp(-a)), "pow": np.power,
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "atan": np.arctan,
+    "asin": np.arcsin, "acos": np.arccos, "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     "where": lambda c, a, b: np.where(c != 0, a, b),
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal,
@@ -241,6 +243,16 @@ def _scalar_inputs():
     return a, b, c
 
 
+_BITS = {
+    "band": lambda a, b: np.bitwise_and(a.astype(np.int64), b.astype(np.int64)),
+    "bor": lambda a, b: np.bitwise_or(a.astype(np.int64), b.astype(np.int64)),
+    "bxor": lambda a, b: np.bitwise_xor(a.astype(np.int64), b.astype(np.int64)),
+    "bnot": lambda a: np.invert(a.astype(np.int64)),
+    "shl": lambda a, b: np.left_shift(a.astype(np.int64), b.astype(np.int64)),
+    "shr": lambda a, b: np.right_shift(a.astype(np.int64), b.astype(np.int64)),
+}
+
+
 @pytest.mark.parametrize("interp", [False, True], ids=["numba", "python"])
 def test_all_scalar_functions(interp, monkeypatch):
     monkeypatch.setattr(ex, "FORCE_INTERPRETER", interp)
@@ -251,12 +263,14 @@ def test_all_scalar_functions(interp, monkeypatch):
         if fn.startswith("cast_"):
             continue
         ins = {"where": (c, a, b)}.get(fn, (a, b, c)[:arity])
+        if fn in _BITS:  # integer functions: integer-valued inputs (shifts by 0..4)
+            ins = (np.arange(n, dtype=float) - n // 2, np.arange(n, dtype=float) % 5)[:arity]
         args = tuple(Load(f"x{q}", (i,)) for q in range(arity))
         k = Kernel(fn, (("i", n),), Load("y", (i,)), "=", Call(fn, args))
         arrays = {f"x{q}": v for q, v in enumerate(ins)} | {"y": np.zeros(n)}
         with np.errstate(all="ignore"):
             ex.run_kernel(k, arrays)
-            ref = np.asarray(_REF[fn](*ins), dtype=float)
+            ref = np.asarray((_BITS.get(fn) or _REF[fn])(*ins), dtype=float)
         np.testing.assert_allclose(arrays["y"], ref, rtol=1e-14, atol=0, equal_nan=True, err_msg=fn)
 
 

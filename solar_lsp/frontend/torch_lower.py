@@ -16,7 +16,19 @@ from typing import Any
 
 import torch
 
-from ..ir.core import Affine, Const, Expr, Index, Kernel, Load, Op, Program, TensorType, call
+from ..ir.core import (
+    SCALAR_FUNCS,
+    Affine,
+    Const,
+    Expr,
+    Index,
+    Kernel,
+    Load,
+    Op,
+    Program,
+    TensorType,
+    call,
+)
 from ..ir.validate import IRValidationError, validate_kernel
 from . import builders as B
 from . import norm_kernels as NK
@@ -146,14 +158,16 @@ class LowerState:
         return list(val) if isinstance(val, (list, tuple)) else [val]
 
     def define_outputs(self, node: Any) -> None:
+        """An IR tensor per tensor output; a complex one gets none (the IR has no complex
+        dtype), so its consumers are reported instead of analyzed with a wrong type."""
         val = node.meta.get("val")
-        if isinstance(val, torch.Tensor):
+        if isinstance(val, torch.Tensor) and not val.is_complex():
             self.env[node.name] = self.new_tensor(node.name, tuple(val.shape), dtype_name(val.dtype))
             self.node_of_tensor[self.env[node.name]] = node.name
         elif isinstance(val, (list, tuple)):
             names = []
             for i, v in enumerate(val):
-                if isinstance(v, torch.Tensor):
+                if isinstance(v, torch.Tensor) and not v.is_complex():
                     n = self.new_tensor(f"{node.name}_{i}", tuple(v.shape), dtype_name(v.dtype))
                     self.node_of_tensor[n] = node.name
                     names.append(n)
@@ -167,6 +181,31 @@ class LowerState:
 # ------------------------------------------------------------------ the op table
 
 LOWERINGS: dict[str, Callable[[Ctx, tuple, dict], None]] = {}
+
+# Core ATen ops (torch.Tag.core) handled by the driver itself rather than by LOWERINGS:
+# split pieces become slice views at their getitem; symbolic sizes carry no work.
+DRIVER_OPS: frozenset[str] = frozenset({
+    "split_with_sizes", "split", "unbind", "chunk",
+    "sym_size", "sym_numel", "sym_stride", "sym_storage_offset",
+})
+
+# Core ATen ops left without a lowering on purpose, with the reason; an entry that uses one
+# lists it in ``unsupported``. docs/coverage.md carries the same list; the test
+# tests/test_ops_extra.py fails when a core op is neither lowered nor listed here.
+NOT_LOWERED: dict[str, str] = {
+    "rand": "random values: no deterministic result to verify against torch",
+    "randn": "random values: no deterministic result to verify against torch",
+    "randperm": "a random permutation: no deterministic result to verify against torch",
+    "native_dropout": "training-mode dropout draws a random mask (eval dropout is lowered as an alias)",
+    "_fft_r2c": "FFTs produce complex tensors; the IR has no complex dtype",
+    "_fft_c2r": "FFTs read complex tensors; the IR has no complex dtype",
+    "_local_scalar_dense": "Tensor.item(): the value leaves the graph for the host",
+    "as_strided": "arbitrary strides over the storage, not a view of the logical tensor",
+    "grid_sampler_2d": "sampling positions are data (a gather with data-dependent bilinear weights)",
+    "_cdist_forward": "p-norm pairwise distances: not lowered yet (p=2 needs the matmul identity)",
+    "_pdist_forward": "p-norm pairwise distances of the condensed upper triangle: not lowered yet",
+    "resize_": "in-place storage resize: functionalized graphs from torch.export do not carry it",
+}
 
 
 def lowers(*names: str):
@@ -207,6 +246,10 @@ UNARY: dict[str, Callable[[Expr], Expr]] = {
     "tanh": lambda x: call("tanh", x), "sigmoid": lambda x: call("sigmoid", x),
     "erf": lambda x: call("erf", x), "sin": lambda x: call("sin", x), "cos": lambda x: call("cos", x),
     "tan": lambda x: call("tan", x), "atan": lambda x: call("atan", x),
+    "asin": lambda x: call("asin", x), "acos": lambda x: call("acos", x),
+    "sinh": lambda x: call("sinh", x), "cosh": lambda x: call("cosh", x),
+    "asinh": lambda x: call("asinh", x), "acosh": lambda x: call("acosh", x),
+    "atanh": lambda x: call("atanh", x),
     "reciprocal": lambda x: call("reciprocal", x), "floor": lambda x: call("floor", x),
     "ceil": lambda x: call("ceil", x), "round": lambda x: call("round", x),
     "trunc": lambda x: call("trunc", x), "sign": lambda x: call("sign", x),
@@ -215,7 +258,7 @@ UNARY: dict[str, Callable[[Expr], Expr]] = {
     "mish": lambda x: call("mul", x, call("tanh", softplus_expr(x))),
     "hardsigmoid": lambda x: call("div", call("min", call("max", call("add", x, 3.0), 0.0), 6.0), 6.0),
     "hardswish": lambda x: call("mul", x, call("div", call("min", call("max", call("add", x, 3.0), 0.0), 6.0), 6.0)),
-    "logical_not": lambda x: call("not", x), "bitwise_not": lambda x: call("not", x),
+    "logical_not": lambda x: call("not", x),
     "isnan": lambda x: call("isnan", x), "isinf": lambda x: call("isinf", x),
     "square": lambda x: call("mul", x, x),
 }
@@ -230,13 +273,51 @@ BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
     "le": lambda a, b: call("le", a, b), "gt": lambda a, b: call("gt", a, b),
     "ge": lambda a, b: call("ge", a, b), "logical_and": lambda a, b: call("and", a, b),
     "logical_or": lambda a, b: call("or", a, b), "logical_xor": lambda a, b: call("xor", a, b),
-    "bitwise_and": lambda a, b: call("and", a, b), "bitwise_or": lambda a, b: call("or", a, b),
+    "atan2": lambda a, b: call("atan2", a, b),
     "remainder": lambda a, b: call("remainder", a, b), "fmod": lambda a, b: call("fmod", a, b),
     "floor_divide": lambda a, b: call("floordiv", a, b),
 }
 for _n, _f in BINARY.items():
     for _ov in ("Tensor", "Scalar", "default", "Tensor_Scalar", "Scalar_Tensor", "Tensor_Tensor"):
         LOWERINGS[f"aten.{_n}.{_ov}"] = _binary(_f)
+
+
+# Integer bit operations: torch name -> (IR function on integers, IR function on bool).
+# On bool tensors torch's bitwise and/or/xor/not are the logical ones.
+BITWISE: dict[str, tuple[str, str | None]] = {
+    "bitwise_and": ("band", "and"), "bitwise_or": ("bor", "or"), "bitwise_xor": ("bxor", "xor"),
+    "bitwise_not": ("bnot", "not"), "bitwise_left_shift": ("shl", None), "__lshift__": ("shl", None),
+    "bitwise_right_shift": ("shr", None), "__rshift__": ("shr", None),
+}
+_INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
+# casts that wrap a value to the fixed width of an output narrower than int64 (int16 has none:
+# an overflowing int16 shift is left unwrapped, and verification says so)
+_WRAP = {"int32": "cast_i32", "int8": "cast_i8", "uint8": "cast_u8"}
+
+
+def _bitwise(c: Ctx, a: tuple, kw: dict) -> None:
+    """Two's-complement bit operations; a result that can leave the output's integer range
+    (a left shift, ~ on uint8) wraps to it, as torch's fixed-width integers do."""
+    base = str(c.node.target).split(".")[1]
+    on_int, on_bool = BITWISE[base]
+    od = c.dtype(c.out)
+    if od == "bool" and on_bool:
+        fn = on_bool
+    elif od in _INT_DTYPES:
+        fn = on_int
+    else:
+        raise Unsupported(f"{base} on dtype {od}")
+    wrap = _WRAP.get(od) if fn in ("shl", "bnot") else None
+
+    def expr(*xs: Expr) -> Expr:
+        e = call(fn, *xs)
+        return call(wrap, e) if wrap else e
+    c.ew(expr, *a[:SCALAR_FUNCS[fn][0]])
+
+
+for _n in BITWISE:
+    for _ov in ("default", "Tensor", "Scalar", "Tensor_Scalar", "Scalar_Tensor"):
+        LOWERINGS[f"aten.{_n}.{_ov}"] = _bitwise
 
 
 @lowers("aten.add.Tensor", "aten.add.Scalar", "aten.sub.Tensor", "aten.sub.Scalar",
@@ -365,6 +446,15 @@ def _full(c: Ctx, a: tuple, kw: dict) -> None:
     else:
         v = float(a[1] if len(a) > 1 else kw.get("fill_value"))
     c.ew(lambda: Const(v))
+
+
+@lowers("aten.fill.Scalar", "aten.fill.Tensor")
+def _fill(c: Ctx, a: tuple, kw: dict) -> None:
+    """Every element becomes the value (a number, or the one element of a 0-d tensor)."""
+    if hasattr(a[1], "name"):
+        c.ew(lambda v: v, a[1])
+    else:
+        c.ew(lambda: Const(float(a[1])))
 
 
 @lowers("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
@@ -1206,10 +1296,12 @@ def lower(traced: Traced) -> Lowered:
         if node.op == "placeholder":
             lw.define_outputs(node)
             kind = traced.kinds.get(node.name, "input")
-            (prog.inputs if kind == "input" else prog.params).append(lw.env[node.name])
+            if lw.env[node.name] is not None:  # a complex input has no IR tensor
+                (prog.inputs if kind == "input" else prog.params).append(lw.env[node.name])
         elif node.op == "get_attr":
             lw.define_outputs(node)
-            prog.params.append(lw.env[node.name])
+            if lw.env[node.name] is not None:
+                prog.params.append(lw.env[node.name])
         elif node.op == "output":
             for o in node.args[0]:
                 if hasattr(o, "name") and isinstance(lw.env.get(o.name), str):
@@ -1235,6 +1327,11 @@ def _lower_node(lw: LowerState, node: Any) -> None:
     if name.startswith("aten.sym_") or name.startswith("aten._assert"):
         lw.env[node.name] = None
         return
+    cdt = complex_dtype(node)
+    if cdt is not None:  # its real outputs (view_as_real, abs) stay typed for their consumers
+        lw.define_outputs(node)
+        lw.unsupported.append(UnsupportedOp(name, line, f"complex dtype {cdt} has no lowering"))
+        return
     reason = lower_index.data_dependent(node)  # nonzero, boolean masks: no static shape
     if reason is not None:
         lw.env[node.name] = None
@@ -1248,7 +1345,8 @@ def _lower_node(lw: LowerState, node: Any) -> None:
     lw.define_outputs(node)
     fn = LOWERINGS.get(name)
     if fn is None:
-        lw.unsupported.append(UnsupportedOp(name, line, "no lowering for this op yet"))
+        why = NOT_LOWERED.get(name.split(".")[1]) if name.startswith("aten.") else None
+        lw.unsupported.append(UnsupportedOp(name, line, f"not lowered: {why}" if why else "no lowering for this op yet"))
         return
     c = Ctx(lw, node)
     try:
@@ -1278,6 +1376,22 @@ def _lower_node(lw: LowerState, node: Any) -> None:
             uniq = min(uniq, lw.program.tensors[c.outputs[0]].numel)
         lw.program.unique[c.outputs[0]] = uniq
     lw.program.ops.append(op)
+
+
+def complex_dtype(node: Any) -> str | None:
+    """The complex dtype an fx node produces or reads, if any (e.g. ``"complex64"``)."""
+    def vals(x: Any):
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                yield from vals(y)
+        elif isinstance(x, torch.Tensor):
+            yield x
+        elif hasattr(x, "meta"):
+            yield from vals(x.meta.get("val"))
+    for v in vals([node, list(node.args), list(node.kwargs.values())]):
+        if v.is_complex():
+            return dtype_name(v.dtype)
+    return None
 
 
 def _split_view(lw: LowerState, node: Any, line: int | None) -> None:

@@ -24,10 +24,16 @@ SCALAR_FUNCS: dict[str, tuple[int, bool]] = {
     "sqrt": (1, True), "rsqrt": (1, True), "reciprocal": (1, False),
     "tanh": (1, True), "erf": (1, True), "sigmoid": (1, True), "pow": (2, True),
     "sin": (1, True), "cos": (1, True), "tan": (1, True), "atan": (1, True),
+    "asin": (1, True), "acos": (1, True), "atan2": (2, True),
+    "sinh": (1, True), "cosh": (1, True), "asinh": (1, True), "acosh": (1, True), "atanh": (1, True),
     "where": (3, False),
     "eq": (2, False), "ne": (2, False), "lt": (2, False), "le": (2, False),
     "gt": (2, False), "ge": (2, False),
     "and": (2, False), "or": (2, False), "not": (1, False), "xor": (2, False),
+    # two's-complement integer bit operations on the (integral) operand values; shr is
+    # arithmetic (sign-extending) like torch's >> on signed types
+    "band": (2, False), "bor": (2, False), "bxor": (2, False), "bnot": (1, False),
+    "shl": (2, False), "shr": (2, False),
     "isnan": (1, False), "isinf": (1, False),
     "cast_f64": (1, False), "cast_f32": (1, False), "cast_f16": (1, False),
     "cast_bf16": (1, False), "cast_f8": (1, False), "cast_i64": (1, False),

@@ -39,8 +39,11 @@ Expressions: ``t[affine, ...]`` loads; number literals, ``inf``, ``-inf``, ``nan
 constants; ``idx(affine)`` is :class:`Index`; ``a + b``, ``a - b``, ``a * b``, ``a / b``
 (also ``add(a, b)`` ...); any other scalar function is a call ``exp(a)``, ``lt(a, b)``,
 ``where(c, a, b)``; the Python keywords ``and``/``or``/``not`` are spelt ``and_``,
-``or_``, ``not_``. For convenience the parser also reads ``-a`` (neg), ``a ** b`` (pow),
-``a // b`` (floordiv), ``a % b`` (remainder), ``a < b`` (lt, ...) and ``a if c else b``.
+``or_``, ``not_`` (logical: 1.0 or 0.0). Integer bit operations are ``band``, ``bor``,
+``bxor``, ``bnot``, ``shl``, ``shr`` (two's complement, ``shr`` arithmetic). For convenience
+the parser also reads ``-a`` (neg), ``a ** b`` (pow), ``a // b`` (floordiv), ``a % b``
+(remainder), ``a & b``, ``a | b``, ``a ^ b``, ``~a``, ``a << b``, ``a >> b`` (the bit
+operations), ``a < b`` (lt, ...) and ``a if c else b``.
 '''
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ _INFIX = {"add": ("+", 1), "sub": ("-", 1), "mul": ("*", 2), "div": ("/", 2)}
 _BINOPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
     ast.Pow: "pow", ast.FloorDiv: "floordiv", ast.Mod: "remainder",
+    ast.BitAnd: "band", ast.BitOr: "bor", ast.BitXor: "bxor", ast.LShift: "shl", ast.RShift: "shr",
 }
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _ATOM = 3
@@ -120,10 +124,19 @@ sqrt, reciprocal = _np.sqrt, _np.reciprocal
 def rsqrt(a): return 1.0 / _np.sqrt(a)
 def sigmoid(a): return 1.0 / (1.0 + _np.exp(-a))
 tanh, sin, cos, tan, atan = _np.tanh, _np.sin, _np.cos, _np.tan, _np.arctan
+asin, acos, atan2 = _np.arcsin, _np.arccos, _np.arctan2
+sinh, cosh, asinh, acosh, atanh = _np.sinh, _np.cosh, _np.arcsinh, _np.arccosh, _np.arctanh
 erf = _np.vectorize(_m.erf)
 where = _np.where
 eq, ne, lt, le, gt, ge = _np.equal, _np.not_equal, _np.less, _np.less_equal, _np.greater, _np.greater_equal
 and_, or_, not_, xor = _np.logical_and, _np.logical_or, _np.logical_not, _np.logical_xor
+def _i(a): return _np.asarray(a).astype(_np.int64)
+def band(a, b): return _i(a) & _i(b)
+def bor(a, b): return _i(a) | _i(b)
+def bxor(a, b): return _i(a) ^ _i(b)
+def bnot(a): return ~_i(a)
+def shl(a, b): return _i(a) << _i(b)
+def shr(a, b): return _i(a) >> _i(b)
 isnan, isinf = _np.isnan, _np.isinf
 cast_f64, cast_f32, cast_f16 = _np.float64, _np.float32, _np.float16
 cast_bf16 = cast_f8 = _np.float32
@@ -526,6 +539,8 @@ class _Parser:
                     v = -self.expr(inner).value
                     return Const(math.nan if math.isnan(v) else v)
                 return Call("neg", (self.expr(inner),))
+            if isinstance(node.op, ast.Invert):
+                return Call("bnot", (self.expr(node.operand),))
             raise self.err(node, f"unary operator in {self.src(node)!r} is not in the IR (use not_(...))")
         if isinstance(node, ast.BinOp):
             fn = _BINOPS.get(type(node.op))

@@ -57,6 +57,7 @@ class Headroom:
     ops_per_run: int = 0
     warnings: list[str] = field(default_factory=list)
     scale_lines: bool = True
+    op_share: float | None = None  # of the profiled call's wall time spent in ops (None: not profiled)
     per_line: dict[int, float] = field(default_factory=dict, repr=False)  # every line, for re-finishing
 
     def to_json(self) -> dict:
@@ -198,16 +199,38 @@ def _flusher(device: str, chip_bytes: int):
 
 
 def time_call(fn, device: str, flush, min_time: float = MIN_TIME_S) -> tuple[float, int]:
-    """Median seconds of one call, caches flushed before each (torch.utils.benchmark)."""
-    from torch.utils.benchmark import Timer
+    """Median seconds of one call, caches flushed before each: CUDA events on the GPU (the
+    host clock would add launch latency and the synchronize), torch.utils.benchmark on the CPU."""
     for _ in range(3):
         fn()
+    if device == "cuda":
+        times = _cuda_event_times(fn, flush, min_time)
+    else:
+        from torch.utils.benchmark import Timer
+        times = []
+        t_start = time.perf_counter()
+        timer = Timer(stmt="fn()", setup="flush()", globals={"fn": fn, "flush": flush})
+        while len(times) < MIN_RUNS or (time.perf_counter() - t_start < min_time and len(times) < MAX_RUNS):
+            times.append(timer.timeit(1).median)
+    return statistics.median(times), len(times)
+
+
+def _cuda_event_times(fn, flush, min_time: float) -> list[float]:
+    """Seconds of each call between a pair of CUDA events recorded on the stream, after the
+    flush and a synchronize (so neither the flush nor earlier work is inside the pair)."""
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times: list[float] = []
     t_start = time.perf_counter()
-    timer = Timer(stmt="fn()", setup="flush()", globals={"fn": fn, "flush": flush})
     while len(times) < MIN_RUNS or (time.perf_counter() - t_start < min_time and len(times) < MAX_RUNS):
-        times.append(timer.timeit(1).median)
-    return statistics.median(times), len(times)
+        flush()
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3)  # elapsed_time is in ms
+    return times
 
 
 def profile_lines(fn, device: str, path: str) -> tuple[dict[int, float], int]:
@@ -233,6 +256,28 @@ def profile_lines(fn, device: str, path: str) -> tuple[dict[int, float], int]:
     return per, labels.ops
 
 
+def profile_ops(fn, device: str) -> tuple[float, float]:
+    """(seconds in ops, wall seconds) of one call under a plain torch.profiler run: the op time
+    is the sum of the aten ops' self CPU time on the CPU, of their kernels' self device time on
+    CUDA. No line labels here: the TorchFunctionMode's Python cost per call would count as
+    dispatch overhead the unprofiled run does not have."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=acts) as prof:
+        t0 = time.perf_counter()
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    op = 0.0
+    for ev in prof.events():
+        if not ev.name.startswith("aten::"):
+            continue
+        op += (getattr(ev, "self_device_time_total", 0.0) if device == "cuda" else ev.self_cpu_time_total)
+    return op * 1e-6, wall
+
+
 # ---------------------------------------------------------------------------------------
 # the report
 
@@ -241,12 +286,20 @@ def diagnose(h: Headroom, entry: dict, device: str) -> tuple[str, list[str]]:
     """The main reason for the gap, and every rule that applied (docs/headroom.md)."""
     tot = entry["totals"]
     reasons: list[tuple[str, str]] = []
-    overhead = h.ops_per_run * OVERHEAD_S[device]
+    if h.op_share is not None:
+        # the profiler slows the call, so its op time is used as a share of the measured time
+        # (like the per-line times); the rest of the call is dispatch, launch and Python
+        overhead = h.measured_s * max(0.0, 1.0 - h.op_share)
+        how = (f"measured − profiled op time ({h.op_share:.0%} of the profiled call in "
+               f"{'kernels' if device == 'cuda' else 'aten ops'}) = ")
+    else:
+        overhead = h.ops_per_run * OVERHEAD_S[device]
+        how = (f"no op times profiled, so the typical figure: {h.ops_per_run} ops × "
+               f"~{OVERHEAD_S[device] * 1e6:.0f} µs dispatch = ")
     if overhead >= 0.5 * h.measured_s:
         reasons.append(("launch/overhead-bound",
-                        f"{h.ops_per_run} ops × ~{OVERHEAD_S[device] * 1e6:.0f} µs dispatch = "
-                        f"{overhead * 1e6:.0f} µs of the {h.measured_s * 1e6:.0f} µs measured: batch more work per "
-                        "call, use CUDA graphs or torch.compile"))
+                        f"{how}{overhead * 1e6:.0f} µs of the {h.measured_s * 1e6:.0f} µs measured is "
+                        "outside the ops: batch more work per call, use CUDA graphs or torch.compile"))
     if entry.get("reorder"):
         r = max(entry["reorder"], key=lambda x: x["flops_before"] / max(x["flops_after"], 1))
         reasons.append(("algorithmic", f"line {r['line']} computes {r['flops_before'] / max(r['flops_after'], 1):.1f}× "
@@ -289,6 +342,7 @@ def headroom_entry(module, entry_obj, entry: dict, path: str, device: str, chip,
     try:
         measured, runs = time_call(call, device, flush)
         per_line, ops = profile_lines(call, device, path)
+        op_s, wall_s = profile_ops(call, device)
     except Exception as exc:  # user code raised while running for real
         raise HeadroomError(f"running the entry failed: {type(exc).__name__}: {exc}",
                             _user_line(exc, os.path.realpath(path))) from exc
@@ -306,11 +360,13 @@ def headroom_entry(module, entry_obj, entry: dict, path: str, device: str, chip,
             compiled, _ = time_call(ccall, device, flush)
         except Exception as exc:
             print(f"torch.compile failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-    return finish(entry, device, chip, measured, compiled, runs, per_line, ops)
+    return finish(entry, device, chip, measured, compiled, runs, per_line, ops,
+                  op_share=min(1.0, op_s / wall_s) if op_s > 0 and wall_s > 0 else None)
 
 
 def finish(entry: dict, device: str, chip, measured: float, compiled: float | None, runs: int,
-           per_line: dict[int, float], ops: int, scale_lines: bool = True) -> Headroom:
+           per_line: dict[int, float], ops: int, scale_lines: bool = True,
+           op_share: float | None = None) -> Headroom:
     """Ratios, the lines with the largest gap and the diagnosis, from the measurements."""
     tot = entry["totals"]
     ratios = {"unfused": measured / tot["t_unfused_s"] if tot["t_unfused_s"] else None,
@@ -327,7 +383,7 @@ def finish(entry: dict, device: str, chip, measured: float, compiled: float | No
             for line, t in per_line.items()]
     gaps.sort(key=lambda g: g.measured_s - g.t_sol_s, reverse=True)
     h = Headroom(device, chip.name, measured, compiled, ratios, gaps[:5], runs=runs, ops_per_run=ops,
-                 scale_lines=scale_lines, per_line=raw)
+                 scale_lines=scale_lines, op_share=op_share, per_line=raw)
     h.diagnosis, h.reasons = diagnose(h, entry, device)
     h.warnings = beaten_bounds(measured, tot, chip)
     return h
@@ -456,7 +512,7 @@ def _raise_host_profile(report: FileReport, path: str, device: str, cfg: Config)
         if h is None or new is None or new.status != "ok":
             continue
         h2 = finish(new.to_json(), device, chip, h.measured_s, h.compiled_s, h.runs, h.per_line, h.ops_per_run,
-                    scale_lines=h.scale_lines)
+                    scale_lines=h.scale_lines, op_share=h.op_share)
         h2.warnings.insert(0, note)
         new.headroom, new._headroom = h2.to_json(), h2
         report.entries[i] = new

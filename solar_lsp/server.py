@@ -64,6 +64,9 @@ class DocState:
     job: asyncio.Task | None = None
     analyzing: bool = False
     force: bool = False  # the next analysis skips the results cache (solar.reanalyze)
+    # the last Explain headroom result per entry and the closure hash of the code it measured:
+    # kept apart from the records so that a re-analysis (or solar.reanalyze) does not drop it
+    measured: dict[str, tuple[dict, str | None]] = field(default_factory=dict)
 
 
 class SolarServer(LanguageServer):
@@ -210,6 +213,8 @@ async def analyze_document(uri: str) -> None:
     names = {e.name for e in entries}
     for gone in set(st.records) - names:
         del st.records[gone]
+    for gone in set(st.measured) - names:
+        del st.measured[gone]
     stale: list[str] = []
     cache = server.cache
     force, st.force = st.force, False
@@ -225,7 +230,8 @@ async def analyze_document(uri: str) -> None:
             continue
         hit = cache.get(path, e.name, h, key) if cache and h else None
         if hit is not None:
-            st.records[e.name] = Record(hit["entry"], hit["lines"], h, key, files=files)
+            st.records[e.name] = Record(_with_headroom(st, e.name, hit["entry"], h), hit["lines"], h, key,
+                                        files=files)
             st.faults.pop(e.name, None)
             continue
         stale.append(e.name)
@@ -300,12 +306,35 @@ def _store(st: DocState, report: dict, lines: list[str], text: str, key: str, ph
         h = closure_hash(text, name, extra, ent.pragma_line if ent else None, files)
         if h is None:
             continue
-        st.records[name] = Record(e, lines, h, key, phase, files)
+        st.records[name] = Record(_with_headroom(st, name, e, h), lines, h, key, phase, files)
         st.faults.pop(name, None)
         if phase == "final" and cache is not None:
             cache.set_closure_extra(st.path, name, extra, files)
             if e.get("status") == "ok":
                 cache.put(st.path, name, h, key, {"entry": e, "lines": lines})
+
+
+def _with_headroom(st: DocState, name: str, entry: dict, closure: str | None) -> dict:
+    """``entry`` with the last measured headroom of ``name`` carried over (a copy: the cached
+    analysis stays free of measurements), marked ``earlier_code`` when the entry's closure
+    changed since the measurement (its ratios are against the bounds of the code it ran)."""
+    got = st.measured.get(name)
+    if got is None or entry.get("status") != "ok":
+        return entry
+    h, measured_on = got
+    if measured_on is None or measured_on != closure:
+        h = {**h, "earlier_code": True}
+    return {**entry, "headroom": h}
+
+
+def _closure_now(uri: str, name: str, text: str) -> str | None:
+    """The closure hash of entry ``name`` in ``text``, computed as analyze_document does."""
+    st = server.docs.get(uri)
+    if st is None:
+        return None
+    ent = next((e for e in st.entries if e.name == name), None)
+    extra, files = server.cache.closure_parts(st.path, name) if server.cache else ([], [])
+    return closure_hash(text, name, extra, ent.pragma_line if ent else None, files)
 
 
 # ------------------------------------------------------------------ progress
@@ -689,6 +718,7 @@ async def cmd_headroom(ls: SolarServer, *args: Any) -> dict:
     uri, entry = args[:2]
     s = ls.settings_for(ls.workspace.get_text_document(uri).path)
     cfg = {**s.analysis_config(), "verify": False, "device": s.headroom_device}
+    closure = _closure_now(uri, entry, ls.workspace.get_text_document(uri).source)  # the code measured
     try:
         reply = await _job(uri, entry, "headroom", cfg)
     except (JobFailed, JobCancelled) as exc:
@@ -696,9 +726,12 @@ async def cmd_headroom(ls: SolarServer, *args: Any) -> dict:
     ents = [e for e in reply["report"]["entries"] if e["name"] == entry]
     if not ents:
         return {"error": reply["report"].get("error") or f"no entry {entry}"}
-    rec = _record(uri, entry)
-    if rec is not None and ents[0].get("headroom") and "error" not in ents[0]["headroom"]:
-        rec.entry["headroom"] = ents[0]["headroom"]
+    st = server.docs.get(uri)
+    if st is not None and ents[0].get("headroom") and "error" not in ents[0]["headroom"]:
+        st.measured[entry] = (ents[0]["headroom"], closure)
+        rec = st.records.get(entry)
+        if rec is not None:
+            rec.entry = _with_headroom(st, entry, rec.entry, rec.closure)
     return await _show(f"{entry}-headroom", present.headroom_markdown(ents[0]))
 
 

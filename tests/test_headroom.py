@@ -206,3 +206,96 @@ def test_gpu_names_map_only_to_files_that_bound_them(name, chip):
             H.chip_for_gpu_name(name)
     else:
         assert H.chip_for_gpu_name(name) == chip
+
+
+def _h_profiled(measured: float, ops: int, entry: dict, op_share: float | None) -> H.Headroom:
+    h = _h(measured, ops, entry)
+    h.op_share = op_share
+    return h
+
+
+@pytest.mark.parametrize("op_share,ops,want", [
+    (0.3, 2, "launch/overhead-bound"),   # 70 % of the call outside ops, though 2 ops × 5 µs is tiny
+    (0.95, 40, "kernel efficiency"),     # 40 × 5 µs would say overhead-bound; the profile says ops
+    (1.4, 40, "kernel efficiency"),      # op time above the wall time: overhead clamped at 0
+])
+def test_overhead_comes_from_the_profiled_op_time(op_share, ops, want):
+    entry = _entry(5e-6, 4e-6)
+    h = _h_profiled(100e-6, ops, entry, op_share)
+    diag, reasons = H.diagnose(h, entry, "cuda")
+    assert diag == want, reasons
+    if want == "launch/overhead-bound":
+        assert "measured − profiled op time (30% of the profiled call in kernels)" in reasons[0]
+        assert "70 µs of the 100 µs measured" in reasons[0]
+
+
+def test_overhead_falls_back_to_the_typical_figure_without_op_times():
+    entry = _entry(5e-6, 4e-6)
+    diag, reasons = H.diagnose(_h_profiled(100e-6, 40, entry, None), entry, "cuda")
+    assert diag == "launch/overhead-bound"
+    assert "no op times profiled" in reasons[0] and "40 ops × ~5 µs" in reasons[0]
+
+
+def test_profile_ops_separates_op_time_from_the_rest_of_the_call():
+    a = torch.randn(384, 384)
+    small = torch.ones(4)
+
+    def mostly_ops():
+        return a @ a @ a
+
+    def mostly_python():
+        time.sleep(0.01)
+        return small + 1
+
+    mostly_ops()
+    op, wall = H.profile_ops(mostly_ops, "cpu")
+    assert 0 < op <= wall * 1.05 and op / wall > 0.5, (op, wall)
+    op, wall = H.profile_ops(mostly_python, "cpu")
+    assert wall >= 0.01 and op / wall < 0.2, (op, wall)
+
+
+def test_time_outside_the_ops_is_diagnosed_from_the_profile(tmp_path):
+    """Two tiny ops around Python work: the fixed figure (2 ops × 3 µs) would miss the
+    overhead; the profile finds most of the call outside the ops and says that is how."""
+    src = tmp_path / "python_bound.py"
+    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+                   "        s = sum(i * 0.5 for i in range(20000)) * 1e-9\n"
+                   "        return torch.relu(x * s)\n\n\n"
+                   "def get_inputs():\n    return [torch.randn(8)]\n")
+    report = H.headroom_file(str(src), "cpu", "host")
+    h = report.entries[0].headroom
+    assert "error" not in h, h
+    assert 0 < h["op_share"] < 0.5, h
+    assert h["ops_per_run"] * H.OVERHEAD_S["cpu"] < 0.5 * h["measured_s"]  # the old rule would not fire
+    assert h["diagnosis"] == "launch/overhead-bound", h["reasons"]
+    assert "measured − profiled op time" in h["reasons"][0]
+
+
+def test_cpu_timing_uses_the_benchmark_timer_not_cuda_events(monkeypatch):
+    """The CPU path is torch.utils.benchmark with the flush in its setup, one call per
+    measurement; the CUDA-event path (untestable without a GPU) is never entered."""
+    def no_events(*a, **k):
+        raise AssertionError("CUDA events used on the CPU")
+    monkeypatch.setattr(H, "_cuda_event_times", no_events)
+    flushes = []
+
+    def fn():
+        time.sleep(0.002)
+
+    t, runs = H.time_call(fn, "cpu", lambda: flushes.append(1), min_time=0.05)
+    assert runs >= H.MIN_RUNS and len(flushes) >= runs  # a flush before every measured call
+    assert 0.002 <= t < 0.02, t
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_timing_uses_events():
+    x = torch.randn(4096, 4096, device="cuda")
+
+    def fn():
+        x @ x
+        torch.cuda.synchronize()
+    flush = H._flusher("cuda", 50 * 1024**2)
+    t, runs = H.time_call(fn, "cuda", flush, min_time=0.05)
+    host = _timed(fn)
+    assert runs >= H.MIN_RUNS and 0 < t <= host * 1.5

@@ -38,7 +38,8 @@ Shape = tuple[int, ...]
 
 @dataclass(frozen=True)
 class Opaque:
-    """A value whose dtype the IR has no type for (complex, PRNG keys): never a tensor."""
+    """A value whose dtype the IR has no type for (complex, PRNG keys and other extended
+    dtypes): never a tensor; an equation reading or writing one is listed as unsupported."""
 
     dtype: str
 
@@ -269,20 +270,25 @@ class JaxLowerer(Walker):
     # -- walker hooks
     def const(self, value: Any, key: Key) -> Any:
         import numpy as np
+        raw = getattr(value, "dtype", None)
+        dt = dtype_name(np.asarray(value).dtype if raw is None else raw)
+        if not known_dtype(dt):  # complex, or a PRNG key numpy cannot even hold
+            return Opaque(dt)
         a = np.asarray(value)
-        if not known_dtype(dtype_name(a.dtype)):
-            return Opaque(dtype_name(a.dtype))
         name = self.new_tensor("const", a.shape, dtype_name(a.dtype))
         self.out.tensor_key[name] = key
         self.program.params.append(name)
         return name
 
     def leaf(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int) -> list[Any]:
-        from .jax_prims import LOWERINGS
+        from .jax_prims import LOWERINGS, UNLOWERED
         self.out.eqns += 1
         prim = eqn.primitive.name
         outs = [self.keyed(self.op_id_base(prim), v.aval, (key, j)) for j, v in enumerate(eqn.outvars)]
         fn = LOWERINGS.get(prim)
+        if prim in UNLOWERED:  # known, with a reason (PRNG ops, functions the IR lacks)
+            self.unsupported(prim, line, UNLOWERED[prim])
+            return outs
         if fn is None:
             self.unsupported(prim, line, f"no lowering for the jaxpr primitive {prim!r}")
             return outs

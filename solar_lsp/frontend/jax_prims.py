@@ -48,6 +48,10 @@ UNARY: dict[str, Callable[[Expr], Expr]] = {
     "square": lambda x: call("mul", x, x),
     "is_finite": lambda x: call("lt", call("abs", x), math.inf),
     "cbrt": lambda x: call("mul", call("sign", x), call("pow", call("abs", x), 1.0 / 3.0)),
+    "asin": lambda x: call("asin", x), "acos": lambda x: call("acos", x),
+    "sinh": lambda x: call("sinh", x), "cosh": lambda x: call("cosh", x),
+    "asinh": lambda x: call("asinh", x), "acosh": lambda x: call("acosh", x),
+    "atanh": lambda x: call("atanh", x),
 }
 for _n, _f in UNARY.items():
     LOWERINGS[_n] = (lambda f: lambda c: c.ew(f, 0))(_f)
@@ -55,7 +59,9 @@ for _n, _f in UNARY.items():
 # primitive -> scalar function of the IR vocabulary (lax.rem is C's fmod)
 BINARY_FUNCS = {"add": "add", "add_any": "add", "sub": "sub", "mul": "mul", "pow": "pow",
                 "max": "max", "min": "min", "rem": "fmod", "eq": "eq", "ne": "ne", "lt": "lt",
-                "le": "le", "gt": "gt", "ge": "ge"}
+                "le": "le", "gt": "gt", "ge": "ge", "atan2": "atan2",
+                # lax.shift_right_arithmetic sign-extends, like the IR's shr
+                "shift_right_arithmetic": "shr"}
 BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
     prim: (lambda f: lambda a, b: call(f, a, b))(fn) for prim, fn in BINARY_FUNCS.items()}
 for _n, _f in BINARY.items():
@@ -70,21 +76,65 @@ def _div(c: JCtx) -> None:
         c.ew(lambda a, b: call("div", a, b), 0, 1)
 
 
+# casts that wrap an overflowing left shift to the output's fixed width (as torch_lower's
+# _WRAP; other widths are left unwrapped, and verification would say so)
+_WRAP = {"int32": "cast_i32", "int8": "cast_i8", "uint8": "cast_u8"}
+
+
+@lowers("shift_left")
+def _shift_left(c: JCtx) -> None:
+    wrap = _WRAP.get(c.out_dtype())
+    c.ew(lambda a, b: call(wrap, call("shl", a, b)) if wrap else call("shl", a, b), 0, 1)
+
+
 @lowers("and", "or", "xor")
 def _logical(c: JCtx) -> None:
-    if c.out_dtype() != "bool":
-        raise Unsupported(f"bitwise {c.prim} on {c.out_dtype()} has no scalar function in the IR")
-    c.ew(lambda a, b: call(c.prim, a, b), 0, 1)
+    """Logical on bool, two's-complement bitwise (band/bor/bxor) on integers."""
+    od = c.out_dtype()
+    if od == "bool":
+        c.ew(lambda a, b: call(c.prim, a, b), 0, 1)
+    elif _is_int(od):
+        c.ew(lambda a, b: call("b" + c.prim, a, b), 0, 1)
+    else:
+        raise Unsupported(f"bitwise {c.prim} on {od}")
 
 
 @lowers("not")
 def _not(c: JCtx) -> None:
-    if c.out_dtype() == "bool":
+    od = c.out_dtype()
+    if od == "bool":
         c.ew(lambda a: call("not", a), 0)
-    elif c.out_dtype().startswith("int"):  # two's complement: ~x = -x - 1
-        c.ew(lambda a: call("sub", call("neg", a), 1.0), 0)
+    elif od.startswith("uint"):  # ~x of an n-bit unsigned value is (2^n - 1) - x
+        top = float(2 ** (8 * _int_bytes(od)) - 1)
+        c.ew(lambda a: call("sub", top, a), 0)
+    elif od.startswith("int"):
+        c.ew(lambda a: call("bnot", a), 0)
     else:
-        raise Unsupported(f"bitwise not on {c.out_dtype()}")
+        raise Unsupported(f"bitwise not on {od}")
+
+
+def _int_bytes(dtype: str) -> int:
+    import numpy as np
+    return np.dtype(dtype).itemsize
+
+
+# Primitives with a known reason for having no lowering: listed in the entry's
+# `unsupported` with this reason (checked before the table and the dtype check, so a PRNG
+# op on a key says what it is rather than that keys have no IR type).
+_RANDOM = ("random_seed", "random_bits", "random_wrap", "random_unwrap", "random_split",
+           "random_fold_in", "random_clone", "random_gamma", "random_gamma_grad",
+           "threefry2x32", "threefry4x32", "rng_bit_generator", "rng_uniform")
+UNLOWERED: dict[str, str] = {
+    **{p: "random number generation has no lowering (its bits are not modelled); the rest "
+          "of the entry is analyzed" for p in _RANDOM},
+    **{p: f"{p} has no scalar function in the IR yet" for p in
+       ("erf_inv", "lgamma", "digamma", "igamma", "igammac", "bessel_i0e", "bessel_i1e",
+        "nextafter", "population_count", "clz")},
+    "shift_right_logical": "shift_right_logical has no scalar function in the IR yet "
+                           "(only the arithmetic shift, shr)",
+    "bitcast_convert_type": "bitcast_convert_type reinterprets bits; the IR has no bit-level "
+                            "reinterpretation",
+}
 
 
 @lowers("round")

@@ -61,7 +61,12 @@ class JaxTraced:
 
 
 def dtype_name(dt: Any) -> str:
-    return str(np.dtype(dt))
+    """The numpy name of a dtype; an extended dtype numpy has no type for (a PRNG key's
+    ``key<fry>``) keeps JAX's name, which the lowering maps to an opaque value."""
+    try:
+        return str(np.dtype(dt))
+    except TypeError:
+        return str(dt)
 
 
 # ------------------------------------------------------------------ building the entry
@@ -143,7 +148,8 @@ def build(module: types.ModuleType, entry: Entry, path: str) -> _Built:
             init_args, init_kwargs = tuple(entry.init_args), dict(entry.init_kwargs)
             given = None
         names = [s.name for s in specs]
-        structs = [_spec_struct(s) for s in specs]
+        structs = [_spec_struct(s) for s in specs] if given is None else \
+            [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in given]  # keeps PRNG key dtypes
 
         def real_inputs(seed: int) -> list[Any]:
             if given is not None:

@@ -46,13 +46,33 @@ def line_markdown(line: dict, entry: dict, phase: str = "final") -> str:
     v = entry.get("verification") or {}
     foot.append("verification: **verifying…**" if phase == "bounds" else
                 f"verification: **{v.get('status', '?')}** — {v.get('detail', '')}")
-    if entry.get("headroom"):
-        h = entry["headroom"]
-        r = (h.get("ratios") or {}).get("fused")
-        if r:
-            foot.append(f"last measured: {units.seconds(h.get('measured_s'))} on {h.get('device')} "
-                        f"= {r:.1f}× the fused bound")
+    h = entry.get("headroom") or {}
+    r = (h.get("ratios") or {}).get("fused")
+    if r and "error" not in h:
+        foot.append(f"last measured: {units.seconds(h.get('measured_s'))} on {h.get('device')} "
+                    f"= {r:.1f}× the fused bound" + (f" ({_EARLIER})" if h.get("earlier_code") else ""))
     return "\n".join([head, "", *rows, "", *foot])
+
+
+_EARLIER = "measured on an earlier version of the code"
+
+
+def last_measured(entry: dict) -> list[str]:
+    """The last Explain headroom result, for the entry's hover: time, device, measured/bound
+    for the fused and cache-aware fidelities, the diagnosis; empty when never measured."""
+    h = entry.get("headroom") or {}
+    if not h.get("measured_s") or "error" in h:
+        return []
+    ratios = h.get("ratios") or {}
+    parts = [f"{ratios[k]:.1f}× the {name} bound" for k, name in (("fused", "fused"), ("cache_aware", "cache-aware"))
+             if ratios.get(k)]
+    out = [f"last measured: **{units.seconds(h['measured_s'])}** on {h.get('device')} "
+           f"(bounds on {h.get('chip')})" + (": " + ", ".join(parts) if parts else "")]
+    if h.get("diagnosis"):
+        out.append(f"diagnosis: **{h['diagnosis']}**")
+    if h.get("earlier_code"):
+        out.append(f"_{_EARLIER}: run Explain headroom again_")
+    return out
 
 
 def _shapes(shapes: list) -> str:
@@ -77,6 +97,9 @@ def entry_markdown(entry: dict, phase: str = "final") -> str:
     v = entry.get("verification") or {}
     out.append("verification: **verifying…**" if phase == "bounds" else
                f"verification: **{v.get('status')}** — {v.get('detail', '')}")
+    measured = last_measured(entry)
+    if measured:
+        out += ["", *measured]
     return "\n".join(out)
 
 

@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ir = sub.add_parser("ir", help="the Affine Loop IR text of each entry")
     common(ir)
+    _llm_args(ir)
+    _llm_args(gr)
 
     hr = sub.add_parser("headroom", help="measured runtime against every SOL fidelity, line by line")
     hr.add_argument("file")
@@ -60,17 +62,20 @@ def _parser() -> argparse.ArgumentParser:
     hr.add_argument("--compile", action="store_true", help="also time the model under torch.compile")
     hr.add_argument("--json", action="store_true", help="one JSON document on stdout")
     hr.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE")
+    _llm_args(hr)
 
     cmp = sub.add_parser("compare", help="the three SOL fidelities of each entry on several chips")
     common(cmp)
     cmp.add_argument("--json", action="store_true", help="one JSON document on stdout")
     _onchip_arg(cmp)
+    _llm_args(cmp)
 
     pl = sub.add_parser("plot", help="roofline plot of every op and the three fidelities (PNG/SVG)")
     common(pl)
     pl.add_argument("-o", "--output", default="roofline.png",
                     help="file to write; .png or .svg (default roofline.png)")
     _onchip_arg(pl)
+    _llm_args(pl)
 
     cov = sub.add_parser("coverage", help="analyze and verify every file of a corpus directory")
     cov.add_argument("dir", help="directory of corpus files (or one file)")
@@ -127,6 +132,19 @@ def _hw_names(values: list[str] | None) -> list[str]:
     for v in values or ["h100-sxm"]:
         names += [x.strip() for x in v.split(",") if x.strip()]
     return names
+
+
+def llm_config(args):
+    """The agent's configuration from ``--llm`` / ``--llm-dry-run`` (None without them);
+    ValueError for a bad combination."""
+    if not hasattr(args, "llm"):
+        return None
+    if args.llm or args.llm_dry_run:
+        from .llm.config import LLMConfig
+        return LLMConfig.from_env(model=args.llm_model, max_rounds=args.llm_rounds, dry_run=args.llm_dry_run)
+    if args.llm_model or args.llm_rounds is not None:
+        raise ValueError("--llm-model and --llm-rounds need --llm or --llm-dry-run")
+    return None
 
 
 def _dims(values: list[str]) -> dict:
@@ -190,19 +208,13 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         cfg.verify = not args.no_verify
         cfg.policy = Policy(tf32_matmul=args.tf32 == "all", tf32_conv=args.tf32 != "none")
-        if args.llm or args.llm_dry_run:
-            from .llm.config import LLMConfig
-            try:
-                cfg.llm = LLMConfig.from_env(model=args.llm_model, max_rounds=args.llm_rounds,
-                                             dry_run=args.llm_dry_run)
-            except ValueError as exc:
-                err.print(f"[red]error:[/red] {exc}")
-                return 2
-        elif args.llm_model or args.llm_rounds is not None:
-            err.print("[red]error:[/red] --llm-model and --llm-rounds need --llm or --llm-dry-run")
-            return 2
     else:
         cfg.verify = False
+    try:
+        cfg.llm = llm_config(args)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return 2
     if args.cmd == "analyze" and not args.json:
         with err.status("analyzing…"):
             report = analyze_file(args.file, cfg, chips)

@@ -19,15 +19,16 @@ def headroom_command(args, out: Console, err: Console) -> int:
     if not os.path.isfile(args.file):
         err.print(f"[red]error:[/red] cannot read {args.file}: no such file")
         return 2
-    from .cli import _dims
+    from .cli import _dims, llm_config
     try:
         dims = _dims(args.dim)
+        llm = llm_config(args)
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         return 2
     try:
         with err.status(f"measuring on {args.device}…"):
-            report = headroom_file(args.file, args.device, args.hw, args.entry, args.compile, Config(dims=dims))
+            report = headroom_file(args.file, args.device, args.hw, args.entry, args.compile, Config(dims=dims, llm=llm))
     except (HeadroomError, HardwareError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         return 2

@@ -506,3 +506,36 @@ def test_server_setting_reaches_the_worker_config():
     assert isinstance(_config(d, None).llm, LLMConfig)
     assert _config(Settings().analysis_config(), None).llm is None
     assert Settings().analysis_key() != s.analysis_key()
+
+
+@pytest.mark.parametrize("cmd", [["ir"], ["compare", "--json"], ["headroom", "--json"]])
+def test_llm_flags_reach_every_command(cmd, tmp_path, monkeypatch, capsys):
+    """The agent's translation is used wherever the analysis is: the IR text, the comparison,
+    and headroom (whose bounds need the analysis before anything is measured)."""
+    from solar_lsp import cli
+    from solar_lsp.llm import config as llm_config_mod
+    replay = Replay("entry_mismatch_then_ok.json")
+    orig = llm_config_mod.LLMConfig.from_env.__func__
+
+    def from_env(cls, **kw):
+        cfg = orig(cls, **kw)
+        cfg.http_client = http.Client(transport=http.MockTransport(replay))
+        cfg.cache_dir = ""
+        return cfg
+
+    monkeypatch.setattr(llm_config_mod.LLMConfig, "from_env", classmethod(from_env))
+    path = model_copy(tmp_path, "np_model.py")
+    assert cli.main([cmd[0], path]) != 0  # without the agent the entry cannot be traced
+    capsys.readouterr()
+    rc = cli.main([cmd[0], path, *cmd[1:], "--llm"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    if cmd[0] == "ir":
+        assert "Model" in out and "for " in out
+    else:
+        e = json.loads(out)["entries"][0]
+        assert e["status"] == "ok"
+        if cmd[0] == "compare":
+            assert e["chips"][0]["t_fused_s"] > 0
+        else:
+            assert e["llm"]["status"] == "accepted" and e["headroom"]["measured_s"] > 0

@@ -539,3 +539,20 @@ def test_llm_flags_reach_every_command(cmd, tmp_path, monkeypatch, capsys):
             assert e["chips"][0]["t_fused_s"] > 0
         else:
             assert e["llm"]["status"] == "accepted" and e["headroom"]["measured_s"] > 0
+
+
+def test_cache_is_reverified_when_an_imported_module_changes(tmp_path):
+    """The cached answer depends on the modules the entry imports too: an edit there (even
+    with the analyzed file unchanged) re-verifies it before use."""
+    cache = str(tmp_path / "cache")
+    (tmp_path / "sibling_consts.py").write_text("SCALE = 2.0\n")
+    path = pathlib.Path(model_copy(tmp_path, "np_model.py"))
+    path.write_text("import sibling_consts  # noqa: F401\n" + path.read_text())
+    first = analyze(str(path), llm_config(Replay("entry_ok.json"), tmp_path, cache_dir=cache))
+    assert first.status == "ok", first.error
+    empty = Replay()
+    t = analyze(str(path), llm_config(empty, tmp_path, cache_dir=cache)).llm["translations"][0]
+    assert t["cached"] and not t["reverified"]
+    (tmp_path / "sibling_consts.py").write_text("SCALE = 2.0  # edited\n")
+    t = analyze(str(path), llm_config(empty, tmp_path, cache_dir=cache)).llm["translations"][0]
+    assert t["cached"] and t["reverified"] and empty.requests == []

@@ -77,6 +77,9 @@ def load_module(path: str) -> types.ModuleType:
         raise EntryError("import", f"cannot load {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    folder = os.path.dirname(path)
+    if folder not in sys.path:  # as `python model.py` does: sibling modules import (also lazily)
+        sys.path.insert(0, folder)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             spec.loader.exec_module(module)

@@ -20,6 +20,7 @@ from ..ir.core import Program
 from ..ir.text import IRSyntaxError, parse_program
 from ..ir.validate import IRValidationError, validate_program
 from ..report import EntryReport
+from ..usercode import sources_digest
 from .agent import Translation, translate
 from .cache import TranslationCache, key, source_hash
 from .check import Check, GoldenError, check_entry, check_node, entry_golden
@@ -110,7 +111,7 @@ def after_trace_failure(er: EntryReport, module: types.ModuleType, entry: Entry,
         return
     t0 = time.perf_counter()
     source = _read(path)
-    h = source_hash(source)
+    h = source_hash(source + "\0" + sources_digest(path))  # its imported modules too
     specs = [(s.name, s.dtype, list(s.shape), repr(s.scalar)) for s in entry.inputs or ()]
     k = key("entry", entry.name, entry.kind, specs, entry.init_args, entry.init_kwargs, cfg.model)
     cache = TranslationCache(cfg.resolved_cache_dir())
@@ -226,7 +227,7 @@ def after_lowering(er: EntryReport, traced: Traced, lowered: Lowered, module: ty
             er.llm = None
         return
     t0 = time.perf_counter()
-    h = source_hash(_read(traced.path))
+    h = source_hash(_read(traced.path) + "\0" + sources_digest(traced.path))
     cache = TranslationCache(cfg.resolved_cache_dir())
     client = _Client(cfg)
     golden: dict | None = None

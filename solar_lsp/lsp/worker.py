@@ -12,17 +12,17 @@ message) instead of taking the machine down.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import faulthandler
 import importlib
 import json
 import os
 import resource
-import site
 import sys
 import time
 import traceback
 from typing import Any
+
+from ..usercode import forget_user_modules, user_module_files
 
 
 def _vm_size() -> int:
@@ -105,7 +105,7 @@ class Worker:
                        "traceback": traceback.format_exc(limit=8)})
         finally:
             faulthandler.cancel_dump_traceback_later()
-            _forget_user_modules()
+            forget_user_modules()
         sys.stderr.write(f"solar worker: job {rid} ({kind}) {time.perf_counter() - t0:.2f} s\n")
         sys.stderr.flush()
 
@@ -172,44 +172,6 @@ class Worker:
             self.send({"type": "error", "id": rid, "message": str(exc)})
             return
         self.send({"type": "result", "id": rid, "report": _relabel(report.to_json(), path, origin)})
-
-
-def _library_roots() -> tuple[str, ...]:
-    """Where installed code lives: the interpreter's prefixes, site-packages and this package."""
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
-    with contextlib.suppress(AttributeError):
-        roots.update(site.getsitepackages())
-    with contextlib.suppress(AttributeError):
-        roots.add(site.getusersitepackages())
-    return tuple(os.path.realpath(r) + os.sep for r in roots if r)
-
-
-def _user_modules() -> dict[str, str]:
-    """Loaded modules whose source is the user's own code: a ``.py`` file outside the
-    interpreter, site-packages and solar_lsp (the analyzed file, its siblings, their imports)."""
-    roots = _library_roots()
-    out = {}
-    for name, mod in list(sys.modules.items()):
-        f = getattr(mod, "__file__", None)
-        if not isinstance(f, str) or not f.endswith(".py"):
-            continue
-        real = os.path.realpath(f)
-        if not real.startswith(roots):
-            out[name] = real
-    return out
-
-
-def user_module_files() -> list[str]:
-    """Source files of the user's modules the job imported (every job starts without them)."""
-    return sorted(set(_user_modules().values()))
-
-
-def _forget_user_modules() -> None:
-    """Drop the user's modules after a job so that the next one imports the edited files,
-    the way a fresh ``python model.py`` would; torch and the engine stay warm."""
-    for name in _user_modules():
-        sys.modules.pop(name, None)
 
 
 def _relabel(doc: dict, path: str, origin: str) -> dict:

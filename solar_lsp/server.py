@@ -328,10 +328,14 @@ def _with_headroom(st: DocState, name: str, entry: dict, closure: str | None) ->
 
 
 def _closure_now(uri: str, name: str, text: str) -> str | None:
-    """The closure hash of entry ``name`` in ``text``, computed as analyze_document does."""
+    """The closure hash of entry ``name`` in ``text``: the record's when it was computed on
+    this text (the hash later results are compared with), else as analyze_document does."""
     st = server.docs.get(uri)
     if st is None:
         return None
+    rec = st.records.get(name)
+    if rec is not None and rec.lines == text.splitlines():
+        return rec.closure
     ent = next((e for e in st.entries if e.name == name), None)
     extra, files = server.cache.closure_parts(st.path, name) if server.cache else ([], [])
     return closure_hash(text, name, extra, ent.pragma_line if ent else None, files)

@@ -209,3 +209,52 @@ def test_closure_hash_covers_imported_files(tmp_path: pathlib.Path):
     edited = closure_hash(MODEL, "Model", files=[str(sib)])
     sib.unlink()
     assert closure_hash(MODEL, "Model", files=[str(sib)]) not in (h, edited)  # deleted
+
+
+async def _entry_hover(client: LanguageClient, uri: str, line: int) -> str | None:
+    from test_server import hover_text
+    return await hover_text(client, uri, line)
+
+
+async def test_entry_hover_keeps_the_last_headroom_across_reanalysis(client: LanguageClient, tmp_path: pathlib.Path):
+    """Explain headroom → the entry's hover shows the measured time, device, measured/fused,
+    measured/cache-aware and the diagnosis; solar.reanalyze keeps it as is; an edit of the
+    model keeps it but says it was measured on an earlier version of the code."""
+    shutil.copy(MLP, tmp_path / "mlp.py")
+    await start(client, tmp_path, cacheDir=str(tmp_path / "cache"), verify=False)
+    text = (tmp_path / "mlp.py").read_text()
+    uri = open_doc(client, tmp_path / "mlp.py")
+    gelu, entry_line = line_of(text, "F.gelu(h)"), line_of(text, "class Model")
+    await until(lambda: _hint_at(client, uri, gelu), timeout=180)
+    assert "last measured" not in (await _entry_hover(client, uri, entry_line) or "")
+
+    hr = await command(client, "solar.explainHeadroom", uri, "Model")
+    assert "Diagnosis:" in hr["text"], hr
+    hov = await _entry_hover(client, uri, entry_line)
+    assert "last measured:" in hov and "on cpu" in hov and "× the fused bound" in hov, hov
+    assert "× the cache-aware bound" in hov and "diagnosis: **" in hov, hov
+    assert "earlier version" not in hov
+
+    jobs = (await command(client, "solar.status"))["jobs"]
+    await command(client, "solar.reanalyze", uri)
+    await until(lambda: _jobs_above(client, jobs), timeout=120)
+    again = await until(lambda: _entry_hover_with(client, uri, entry_line, "last measured:"), timeout=180)
+    # the same measurement is carried over, and unchanged code is not called "earlier"
+    assert again.split("last measured:")[1].split("×")[0] == hov.split("last measured:")[1].split("×")[0]
+    assert "earlier version" not in again, again
+
+    label = await _hint_at(client, uri, gelu)
+    edited = text.replace("h = F.gelu(h)", "h = F.gelu(h) * 2.0")
+    client.text_document_did_change(T.DidChangeTextDocumentParams(
+        text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[T.TextDocumentContentChangeWholeDocument(text=edited)]))
+    await until(lambda: _changed(client, uri, gelu, label), timeout=180)
+    stale = await _entry_hover(client, uri, entry_line)
+    assert "last measured:" in stale and "measured on an earlier version of the code" in stale, stale
+    line_hov = await _entry_hover(client, uri, gelu)
+    assert "last measured" in line_hov and "earlier version" in line_hov, line_hov
+
+
+async def _entry_hover_with(client: LanguageClient, uri: str, line: int, want: str) -> str | None:
+    h = await _entry_hover(client, uri, line)
+    return h if h and want in h else None

@@ -101,12 +101,17 @@ class SolarServer(LanguageServer):
         s = self.settings_for(None)
         if self.cache is None or self.cache.directory != s.cache_dir:
             self.cache = ResultCache(s.cache_dir)
+        if self.pool is not None and (self.pool.size, self.pool.memory_bytes) != (s.workers, s.memory_bytes):
+            # workers and their memory limit are fixed when a worker starts: a new pool takes the
+            # next jobs (the caller re-schedules the open documents), the old one is closed
+            self.log(f"workers {self.pool.size} -> {s.workers}, memory limit -> {s.memory_bytes}: new pool")
+            asyncio.ensure_future(self.pool.close())
+            self.pool = None
         if self.pool is None:
             self.pool = Pool(s.workers, s.timeout_s, s.memory_bytes, log=self.log)
             asyncio.ensure_future(self.pool.start())
         else:
             self.pool.timeout_s = s.timeout_s
-            self.pool.memory_bytes = s.memory_bytes
 
     def log(self, msg: str) -> None:
         print(f"solar-lsp: {msg}", file=sys.stderr, flush=True)

@@ -194,7 +194,7 @@ async def test_end_to_end(client: LanguageClient, work: pathlib.Path):
 
     # configuration change: the new chip's numbers
     client.set_configuration({"solar": {"timeout": 60, "debounce": 0.2, "chip": "b200",
-                                        "cacheDir": str(work / "cache")}})
+                                        "cacheDir": str(work / "cache"), "workers": 2}})
     client.workspace_did_change_configuration(T.DidChangeConfigurationParams(settings=None))
 
     async def b200_lens():
@@ -202,6 +202,12 @@ async def test_end_to_end(client: LanguageClient, work: pathlib.Path):
         return [x.command.title for x in ls if "SOL b200" in x.command.title]
 
     assert await until(b200_lens)
+
+    async def two_workers():  # the new worker count applies without a restart
+        pids = (await command(client, "solar.status"))["workers"]
+        return pids if len(pids) == 2 else None
+
+    assert await until(two_workers, timeout=120)
 
 
 async def _verified(client, uri, line):

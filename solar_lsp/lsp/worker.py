@@ -165,12 +165,24 @@ class Worker:
         from ..headroom import HeadroomError, headroom_file
         d = req.get("config") or {}
         entry = (req.get("entries") or [None])[0]
+        device = d.get("device", "cpu")
+        limit = resource.getrlimit(resource.RLIMIT_AS)
+        if device == "cuda":  # the CUDA driver reserves far more address space than it uses
+            resource.setrlimit(resource.RLIMIT_AS, (limit[1], limit[1]))
         try:
-            report = headroom_file(path, d.get("device", "cpu"), d.get("headroom_hw"), entry,
+            report = headroom_file(path, device, d.get("headroom_hw"), entry,
                                    bool(d.get("compile")), _config(d, entry))
         except HeadroomError as exc:
             self.send({"type": "error", "id": rid, "message": str(exc)})
             return
+        finally:
+            # the cap comes back unless the driver's mappings already exceed it (then a new
+            # mapping would fail in later jobs; the worker stays uncapped, and says so)
+            if device == "cuda":
+                if _vm_size() < limit[0]:
+                    resource.setrlimit(resource.RLIMIT_AS, limit)
+                else:
+                    sys.stderr.write("solar worker: address-space cap left off after CUDA start-up\n")
         self.send({"type": "result", "id": rid, "report": _relabel(report.to_json(), path, origin)})
 
 

@@ -655,16 +655,9 @@ def _dynamic_slice(c: JCtx) -> None:
             shape[d] = sizes[d]
             cur = c.pre_view(cur, tuple(shape), ("slice", d, static[d], static[d] + sizes[d], 1))
     idx, _ = _dynamic_index(c, tuple(shape), starts, sizes, only_dynamic=True)
-    slots = []
-    ins = [cur]
-    for d in range(len(xs)):
-        if d in idx:
-            ins.append(idx[d])
-            slots.append(len(ins) - 1)
-        else:
-            slots.append(None)
+    ins, slots = _with_index_slots([cur], idx, len(xs))
     c.inputs = []
-    c.gather(("index", 0, tuple(slots)), ins)
+    c.gather(("index", 0, slots), ins)
 
 
 @lowers("dynamic_update_slice")
@@ -680,16 +673,23 @@ def _dynamic_update_slice(c: JCtx) -> None:
         c.emit(Kernel(c.name("upd"), tuple(zip(vs, us)), Load(c.out(), oi), "=", Load(u, B.plain(vs))))
         return
     idx, _ = _dynamic_index(c, xs, starts, list(us), only_dynamic=False)
-    ins = [x, u]
+    ins, slots = _with_index_slots([x, u], idx, len(xs))
+    c.inputs = []
+    c.gather(("index_put", 0, slots, 1, False), ins)
+
+
+def _with_index_slots(ins: list, idx: dict, rank: int) -> tuple[list, tuple]:
+    """``ins`` followed by the index tensor of each indexed dim, and per dim the position of
+    its index among them (None: the dim is not indexed), as the gather call expects."""
+    ins = list(ins)
     slots = []
-    for d in range(len(xs)):
+    for d in range(rank):
         if d in idx:
             ins.append(idx[d])
             slots.append(len(ins) - 1)
         else:
             slots.append(None)
-    c.inputs = []
-    c.gather(("index_put", 0, tuple(slots), 1, False), ins)
+    return ins, tuple(slots)
 
 
 def _squeezed_index(c: JCtx, i: int) -> str:

@@ -125,12 +125,14 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
     by_id = {c.op.id: c for c in costs}
     cands: list[list[SegCand]] = []
     first_reader = _first_readers(p)
+    loops = _LoopFacts.of(p)
     for g in fg.groups:
         lst = []
         for seg in candidate_segments(fg, g):
             ops = [fg.ops[o] for o in seg]
-            crossing = tuple(_credited(fg, seg, first_reader))
-            m = build_model(p, fg.vm, ops, fg.free_tensors, fg.needed_outside(set(seg)))
+            need = fg.needed_outside(set(seg))
+            crossing = tuple(_credited(fg, seg, first_reader, need))
+            m = build_model(p, fg.vm, ops, fg.free_tensors, need)
             rep = getattr(ops[0], "repeat", 1)  # a loop body's kernel runs once per iteration
             if m is None:
                 if len(seg) > 1:
@@ -138,7 +140,7 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
                 b = by_id[seg[0]].bytes if seg[0] in by_id else 0
                 front, trips = [Sched((), (), 0, b)], [rep]
                 if rep > 1:  # all of it resident across iterations: read once, but each trip's slice
-                    slices = (rep - 1) * _per_trip_bytes(fg, seg, rep)
+                    slices = (rep - 1) * loops.per_trip_bytes(fg, seg, rep, need)
                     front.append(Sched((), (), b // rep, b // rep + slices))
                     trips.append(1)
                 lst.append(SegCand(seg, None, front, crossing, trips))
@@ -152,7 +154,7 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
                 # chip (working set ≥ that traffic). The second is optimistic where it applies,
                 # which keeps the bound a lower bound; per-trip slices of the loop's inputs and
                 # outputs are in the fused bound it is maxed with.
-                slices = (rep - 1) * _per_trip_bytes(fg, seg, rep)  # x[t] is new every trip
+                slices = (rep - 1) * loops.per_trip_bytes(fg, seg, rep, need)  # x[t] is new every trip
                 front = [Sched(s.choice, s.order, s.ws, s.traffic * rep) for s in front] + [
                     Sched(s.choice, s.order, max(s.ws, s.traffic), s.traffic + slices) for s in front]
                 trips = [rep] * (len(front) // 2) + [1] * (len(front) // 2)
@@ -161,24 +163,39 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
     return Plan(fg, fg.groups, cands, by_id, time.perf_counter() - t0)
 
 
-def _per_trip_bytes(fg: FusionGraph, seg: tuple[str, ...], rep: int) -> int:
-    """Bytes a loop body moves that differ from trip to trip, so no residency saves them: the
-    slices it reads of a tensor made outside the loop (``x[t]``), and the slices it writes of
-    a program output stacked across trips."""
-    p = fg.p
-    in_loop = {k.out.tensor for op in p.ops if op.repeat > 1 for k in op.kernels}
-    total = 0
-    for name in {ld.tensor for o in seg for k in fg.ops[o].kernels for ld in loads(k.expr)}:
-        b = p.base(name)
-        if name != b and b not in in_loop and tensor_bytes(p, name) * rep <= tensor_bytes(p, b):
-            total += tensor_bytes(p, name)
-    outs = {p.base(t) for t in p.outputs}
-    stacked = {p.base(op.inputs[0]) for op in p.ops if op.kind == "view" and op.inputs
-               for o in op.outputs if p.base(o) in outs
-               and tensor_bytes(p, o) >= rep * tensor_bytes(p, p.base(op.inputs[0]))}
-    for b in fg.needed_outside(set(seg)) & stacked:
-        total += tensor_bytes(p, b)
-    return total
+@dataclass(frozen=True)
+class _LoopFacts:
+    """What the loop-resident schedules need to know of the whole program, found once."""
+
+    in_loop: frozenset[str]  # tensors a loop body writes
+    stacked: dict[str, int]  # tensor a body writes each trip -> bytes of the output stacking it
+
+    @staticmethod
+    def of(p) -> _LoopFacts:
+        outs = {p.base(t) for t in p.outputs}
+        stacked: dict[str, int] = {}
+        for op in p.ops:
+            if op.kind == "view" and op.inputs:
+                for o in op.outputs:
+                    if p.base(o) in outs:
+                        src = p.base(op.inputs[0])
+                        stacked[src] = max(stacked.get(src, 0), tensor_bytes(p, o))
+        return _LoopFacts(frozenset(k.out.tensor for op in p.ops if op.repeat > 1 for k in op.kernels), stacked)
+
+    def per_trip_bytes(self, fg: FusionGraph, seg: tuple[str, ...], rep: int, need: set[str]) -> int:
+        """Bytes a loop body moves that differ from trip to trip, so no residency saves them:
+        the slices it reads of a tensor made outside the loop (``x[t]``), and the slices it
+        writes (``need``: what it writes for others) of a program output stacked across trips."""
+        p = fg.p
+        total = 0
+        for name in {ld.tensor for o in seg for k in fg.ops[o].kernels for ld in loads(k.expr)}:
+            b = p.base(name)
+            if name != b and b not in self.in_loop and tensor_bytes(p, name) * rep <= tensor_bytes(p, b):
+                total += tensor_bytes(p, name)
+        for b in need:
+            if self.stacked.get(b, 0) >= rep * tensor_bytes(p, b):
+                total += tensor_bytes(p, b)
+        return total
 
 
 def _first_readers(p) -> dict[str, str]:
@@ -193,14 +210,14 @@ def _first_readers(p) -> dict[str, str]:
     return first
 
 
-def _credited(fg: FusionGraph, seg: tuple[str, ...], first_reader: dict[str, str]) -> list[int]:
+def _credited(fg: FusionGraph, seg: tuple[str, ...], first_reader: dict[str, str], need: set[str]) -> list[int]:
     """Bytes at the edges of the kernel ``seg`` that a real run may find in (or leave in) the
     cache: what it reads from another kernel or writes for one, each region by its own size,
     except the compulsory traffic — the program's outputs it writes, and the first read of an
     input or weight region (paid by whichever kernel holds the op that reads it first, so exactly
     once in any cut)."""
     p = fg.p
-    outs = fg.output_sources()
+    outs = fg.output_sources
     ins = {p.base(t) for t in list(p.inputs) + list(p.params)}
     written = {k.out.tensor for o in seg for k in fg.ops[o].kernels}
     by_base: dict[str, int] = {}
@@ -211,7 +228,7 @@ def _credited(fg: FusionGraph, seg: tuple[str, ...], first_reader: dict[str, str
         if b in ins and first_reader.get(name) in seg:
             continue
         by_base[b] = min(by_base.get(b, 0) + tensor_bytes(p, name), tensor_bytes(p, b))
-    for b in fg.needed_outside(set(seg)) - outs - ins:
+    for b in need - outs - ins:
         by_base[b] = tensor_bytes(p, b)
     return [by_base[b] for b in sorted(by_base)]
 

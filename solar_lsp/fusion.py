@@ -17,6 +17,7 @@ cache-aware model (cache_ilp.py) decides where to cut each group.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from .ir.core import Call, Load, Op, Program, loads
@@ -44,6 +45,7 @@ class FusionGraph:
     _desc: dict[str, int] = field(default_factory=dict)
     _anc: dict[str, int] = field(default_factory=dict)
 
+    @functools.cached_property
     def output_sources(self) -> set[str]:
         """Tensors the program returns, directly or through a view (a loop's stacked output is
         a view op over the tensor the body writes each trip)."""
@@ -54,7 +56,7 @@ class FusionGraph:
 
     def needed_outside(self, seg: set[str]) -> set[str]:
         """Tensors written by ``seg`` that something after it reads (or the program returns)."""
-        outs = self.output_sources()
+        outs = self.output_sources
         need = set()
         for o in seg:
             for k in self.ops[o].kernels:

@@ -7,10 +7,10 @@ Usage::
     python benchmarks/bench_corpus.py --corpus DIR --fresh 5
     python benchmarks/bench_corpus.py --json > corpus.json
 
-Warm process: one ``python -m solar_lsp.cli coverage DIR --json [--no-verify]`` child per
+Warm process: one ``python -m solar_lsp.cli.main coverage DIR --json [--no-verify]`` child per
 mode; the per-file seconds come from its JSON (``files[].seconds``, measured inside that
 process after torch, torch.export and numba were imported once), so they compare files,
-not interpreter start-up. Fresh CLI: ``python -m solar_lsp.cli analyze FILE --json`` timed
+not interpreter start-up. Fresh CLI: ``python -m solar_lsp.cli.main analyze FILE --json`` timed
 from outside, for the files at the median, p95 and maximum of the warm verified times.
 Peak RSS: a child analyzes (and verifies) the largest entry, the one with the most unfused
 DRAM bytes, and reports ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of itself. The peak
@@ -42,7 +42,7 @@ TARGET_PEAK_RSS_MIB = 1536.0
 RSS_CHILD = """
 import json, resource, sys, time, warnings
 warnings.filterwarnings("ignore")
-from solar_lsp.analyze import Config, analyze_file
+from solar_lsp.pipeline.analyze import Config, analyze_file
 t0 = time.perf_counter()
 r = analyze_file(sys.argv[1], Config(entry=sys.argv[2]))
 e = r.entries[0] if r.entries else None
@@ -84,7 +84,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def warm_pass(corpus: str, verify: bool) -> dict:
-    argv = [sys.executable, "-m", "solar_lsp.cli", "coverage", corpus, "--json"]
+    argv = [sys.executable, "-m", "solar_lsp.cli.main", "coverage", corpus, "--json"]
     if not verify:
         argv.append("--no-verify")
     wall, rss, rc, out, err, cpu = run_child(argv)
@@ -100,7 +100,7 @@ def warm_pass(corpus: str, verify: bool) -> dict:
 
 
 def fresh_cli(path: str, repeat: int) -> dict:
-    runs = [run_child([sys.executable, "-m", "solar_lsp.cli", "analyze", path, "--json"])
+    runs = [run_child([sys.executable, "-m", "solar_lsp.cli.main", "analyze", path, "--json"])
             for _ in range(repeat)]
     return {"file": path, "wall_s": statistics.median(r[0] for r in runs),
             "cpu_s": statistics.median(r[5] for r in runs),

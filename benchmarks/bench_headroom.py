@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0)
     a = ap.parse_args()
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")
-    from solar_lsp import headroom as H
+    from solar_lsp.measure import headroom as H
     H.MIN_RUNS, H.MIN_TIME_S = 5, 0.2
     files = files_of(a.paths)
     if a.limit:

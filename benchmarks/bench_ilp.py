@@ -85,13 +85,13 @@ def get_init_inputs():
 
 
 def measure(kind: str, layers: int) -> dict:
-    from solar_lsp import cache_ilp, tiling
-    from solar_lsp.discover import discover
-    from solar_lsp.einsum_graph import build_graph
-    from solar_lsp.frontend.torch_lower import lower
-    from solar_lsp.frontend.torch_trace import load_module, trace
-    from solar_lsp.hardware import load_chip
-    from solar_lsp.sol import Policy, op_costs
+    from solar_lsp.bounds import cache_ilp, tiling
+    from solar_lsp.bounds.einsum_graph import build_graph
+    from solar_lsp.bounds.sol import Policy, op_costs
+    from solar_lsp.frontend.torch.lower import lower
+    from solar_lsp.frontend.torch.trace import load_module, trace
+    from solar_lsp.hardware.chips import load_chip
+    from solar_lsp.source.discover import discover
 
     src = (TRANSFORMER if kind == "transformer" else MLP).replace("LAYERS", str(layers)).replace("ROOT_DIR", repr(str(ROOT)))
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
@@ -135,7 +135,7 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=["transformer", "mlp"])
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    from solar_lsp.frontend.torch_trace import warm_up
+    from solar_lsp.frontend.torch.trace import warm_up
     warm_up()
     depth = {"transformer": [1, 2, 4, 8, 12], "mlp": [4, 16, 32, 64]}
     rows = []

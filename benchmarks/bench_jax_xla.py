@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 def xla_costs(module, entry, path: str) -> dict:
     import jax
 
-    from solar_lsp.frontend.jax_trace import build
+    from solar_lsp.frontend.jax.trace import build
     built = build(module, entry, path)
     compiled = jax.jit(built.fn).lower(*built.abstract).compile()
     ca = compiled.cost_analysis()
@@ -37,11 +37,11 @@ def xla_costs(module, entry, path: str) -> dict:
 
 
 def measure(path: str) -> list[dict]:
-    from solar_lsp.analyze import Config, analyze_file
-    from solar_lsp.frontend.torch_trace import load_module
+    from solar_lsp.frontend.torch.trace import load_module
+    from solar_lsp.pipeline.analyze import Config, analyze_file
     report = analyze_file(path, Config(verify=False))
     module = load_module(path)
-    from solar_lsp.discover import discover_file
+    from solar_lsp.source.discover import discover_file
     entries = {e.name: e for e in discover_file(path)}
     rows = []
     for er in report.entries:

@@ -58,8 +58,8 @@ def decomposed(path: str) -> tuple[int, float]:
     """ATen nodes and seconds of export + the default (full) decomposition."""
     import torch
 
-    from solar_lsp.discover import discover_file
-    from solar_lsp.frontend.torch_trace import build, load_module
+    from solar_lsp.frontend.torch.trace import build, load_module
+    from solar_lsp.source.discover import discover_file
 
     entry = discover_file(path)[0]
     model, inputs = build(load_module(path), entry, path, "meta")
@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     import warnings
 
     warnings.filterwarnings("ignore")
-    from solar_lsp.analyze import Config, analyze_file
-    from solar_lsp.frontend.torch_trace import warm_up
+    from solar_lsp.frontend.torch.trace import warm_up
+    from solar_lsp.pipeline.analyze import Config, analyze_file
 
     warm_up()
     cls = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}[args.cell]

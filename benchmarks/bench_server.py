@@ -59,7 +59,7 @@ async def client_for(root: pathlib.Path, cache: pathlib.Path):
     def _r(params: None) -> None:
         return None
 
-    await c.start_io(sys.executable, "-m", "solar_lsp.server")
+    await c.start_io(sys.executable, "-m", "solar_lsp.lsp.server")
     await c.initialize_session(T.InitializeParams(capabilities=CAPS, root_uri=root.as_uri()))
     return c
 

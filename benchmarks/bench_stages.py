@@ -7,7 +7,7 @@ Usage::
     python benchmarks/bench_stages.py --repeat 3 --json > out.json
     python benchmarks/bench_stages.py --fresh-cache        # empty numba disk cache per run
 
-Every measurement is a fresh ``python -m solar_lsp.cli analyze FILE --json`` process
+Every measurement is a fresh ``python -m solar_lsp.cli.main analyze FILE --json`` process
 (a cold CLI), timed from outside.  Stage times come from the JSON the CLI prints
 (``entries[].timings``), graph size from ``entries[].graph``.
 
@@ -131,7 +131,7 @@ class FileResult:
 
 def bench_file(path: str, repeat: int, fresh_cache: bool) -> FileResult:
     res = FileResult(file=path)
-    base = [sys.executable, "-m", "solar_lsp.cli", "analyze", path, "--json"]
+    base = [sys.executable, "-m", "solar_lsp.cli.main", "analyze", path, "--json"]
     for _ in range(repeat):
         for noverify in (False, True):
             env, tmp = child_env(fresh_cache)

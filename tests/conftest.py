@@ -30,7 +30,7 @@ def example_path(name: str) -> str:
 def analyzed(path: str, verify: bool = False, hw: tuple[str, ...] = ("h100-sxm",),
              target_s: float | None = None):
     """analyze_file once per (path, options) and test session; callers must not mutate."""
-    from solar_lsp.analyze import Config, analyze_file
+    from solar_lsp.pipeline.analyze import Config, analyze_file
 
     return analyze_file(path, Config(hw=list(hw), verify=verify, target_s=target_s))
 
@@ -55,9 +55,9 @@ def write(tmp_path: pathlib.Path, name: str, source: str) -> str:
 
 
 def run_solar(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``python -m solar_lsp.cli ARGS`` in a fresh interpreter, from the repository root."""
+    """``python -m solar_lsp.cli.main ARGS`` in a fresh interpreter, from the repository root."""
     env = dict(os.environ, COLUMNS="160")
-    return subprocess.run([sys.executable, "-m", "solar_lsp.cli", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "solar_lsp.cli.main", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -72,7 +72,7 @@ class CliResult:
 @pytest.fixture
 def cli(capfd):
     """Run ``solar_lsp.cli.main(argv)`` in-process; returns exit code and captured output."""
-    from solar_lsp.cli import main
+    from solar_lsp.cli.main import main
 
     def run(*argv: str) -> CliResult:
         capfd.readouterr()
@@ -85,7 +85,7 @@ def cli(capfd):
 
 @pytest.fixture(scope="session")
 def h100():
-    from solar_lsp.hardware import load_chip
+    from solar_lsp.hardware.chips import load_chip
 
     return load_chip("h100-sxm")
 
@@ -93,7 +93,7 @@ def h100():
 @functools.cache
 def corpus_entry(name: str, verify: bool = True):
     """The one entry of a corpus file, analyzed once per test session."""
-    from solar_lsp.analyze import Config, analyze_file
+    from solar_lsp.pipeline.analyze import Config, analyze_file
     r = analyze_file(str(CORPUS / name), Config(verify=verify))
     assert r.error is None, r.error
     assert len(r.entries) == 1

@@ -9,7 +9,7 @@ import time
 import pytest
 from conftest import line_of, run_solar, write
 
-from solar_lsp.hardware import list_chips
+from solar_lsp.hardware.chips import list_chips
 
 SYNTAX = """
     import torch

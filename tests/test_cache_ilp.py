@@ -12,12 +12,12 @@ from conftest import analyzed, example_path, only_entry, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solar_lsp import cache_ilp, tiling
-from solar_lsp.einsum_graph import build_graph
+from solar_lsp.bounds import cache_ilp, tiling
+from solar_lsp.bounds.einsum_graph import build_graph
+from solar_lsp.bounds.sol import Policy, boundary_bytes, fused, op_costs, unfused
 from solar_lsp.frontend import builders as B
-from solar_lsp.hardware import list_chips, load_chip
+from solar_lsp.hardware.chips import list_chips, load_chip
 from solar_lsp.ir.core import Op, Program, TensorType, call
-from solar_lsp.sol import Policy, boundary_bytes, fused, op_costs, unfused
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -278,7 +278,7 @@ def test_a_forced_cut_costs_only_what_does_not_fit(tmp_path, onchip, spill):
     it stays on chip when it fits (the bound equals fused), and only the part that does not fit
     is written out and read back. The live set (x and one intermediate, 8 MiB) exceeds both
     capacities, so this is the ILP's answer, not the everything-fits rule."""
-    from solar_lsp.analyze import Config, analyze_file
+    from solar_lsp.pipeline.analyze import Config, analyze_file
     e = only_entry(analyze_file(write(tmp_path, "chain.py", CHAIN),
                                 Config(hw=["h100-sxm"], verify=False, onchip=onchip)))
     t = e.totals
@@ -305,7 +305,7 @@ def test_inverse_roofline_has_cache_aware_shortfall_for_every_chip():
 
 
 def test_onchip_capacity_choice():
-    from solar_lsp.analyze import Config, analyze_file
+    from solar_lsp.pipeline.analyze import Config, analyze_file
     path = example_path("mlp.py")
     a6000 = load_chip("a6000")
     got = {}
@@ -332,7 +332,7 @@ def test_cache_aware_bytes_never_below_compulsory(path):
     """At any capacity, the credited cache-aware traffic keeps every compulsory byte: inputs and
     weights read once (also when a view reads them first, as JAX's broadcast_in_dim does), outputs
     written once, and a loop body resident across its trips credited once, not once per trip."""
-    from solar_lsp.analyze import Config, analyze_file
+    from solar_lsp.pipeline.analyze import Config, analyze_file
     report = analyze_file(path, Config(hw=["h100-sxm"], verify=False))
     chip = load_chip("h100-sxm")
     for e in report.entries:

@@ -1,4 +1,4 @@
-"""The ``solar`` command line (solar_lsp.cli): the JSON document, inverse roofline, several
+"""The ``solar`` command line (solar_lsp.cli.main): the JSON document, inverse roofline, several
 chips, user chip files, ``solar hw``, and exit codes."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import pytest
 from conftest import EXAMPLES, line_of, model_path, run_solar
 
-from solar_lsp.hardware import list_chips, load_chip
+from solar_lsp.hardware.chips import list_chips, load_chip
 
 MLP = str(EXAMPLES / "mlp.py")
 

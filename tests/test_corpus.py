@@ -1,9 +1,9 @@
 """The operator-coverage gate: every corpus file analyzed and verified with no unsupported op,
 the corpus size, the matrix-unit FLOPs of every entry against torch's FlopCounterMode, and
-unit tests of solar_lsp/coverage.py.
+unit tests of solar_lsp/pipeline/coverage.py.
 
 The whole corpus runs once per session, through the real CLI in a child process
-(``python -m solar_lsp.cli coverage tests/corpus --json``): one process for all files, as
+(``python -m solar_lsp.cli.main coverage tests/corpus --json``): one process for all files, as
 in CI, and a crash in native code fails these tests instead of killing pytest.
 """
 
@@ -22,9 +22,15 @@ from conftest import ROOT, write
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from solar_lsp.coverage import CoverageResult, EntryResult, FileResult, corpus_files, percentile
-from solar_lsp.discover import discover_file
-from solar_lsp.frontend.torch_trace import build, load_module
+from solar_lsp.frontend.torch.trace import build, load_module
+from solar_lsp.pipeline.coverage import (
+    CoverageResult,
+    EntryResult,
+    FileResult,
+    corpus_files,
+    percentile,
+)
+from solar_lsp.source.discover import discover_file
 
 # SOLAR_CORPUS_DIR runs the same gate on another directory (e.g. a copy with one file left out)
 CORPUS = Path(os.environ.get("SOLAR_CORPUS_DIR", ROOT / "tests" / "corpus"))
@@ -40,7 +46,7 @@ def _rel(path: str) -> str:
 def corpus() -> dict:
     """The CLI's JSON for the whole corpus, run once (about 1 s per file on 2 cores)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "solar_lsp.cli", "coverage", str(CORPUS), "--json"],
+    proc = subprocess.run([sys.executable, "-m", "solar_lsp.cli.main", "coverage", str(CORPUS), "--json"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     if not proc.stdout.strip():
         pytest.fail(f"solar coverage died (exit {proc.returncode}):\n{proc.stderr[-4000:]}")

@@ -1,4 +1,4 @@
-"""Entry-point discovery and shape pragmas (solar_lsp.discover, solar_lsp.pragma)."""
+"""Entry-point discovery and shape pragmas (solar_lsp.source.discover, solar_lsp.source.pragma)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from solar_lsp.discover import DiscoveryError, Entry, TensorSpec, discover, discover_file
-from solar_lsp.pragma import DTYPE_ALIASES, PragmaError, dtype_size, parse_pragma
+from solar_lsp.source.discover import DiscoveryError, Entry, TensorSpec, discover, discover_file
+from solar_lsp.source.pragma import DTYPE_ALIASES, PragmaError, dtype_size, parse_pragma
 
 
 def src(s: str) -> str:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from conftest import analyzed, example_path, line_of, only_entry, write
 
-from solar_lsp import fusion
-from solar_lsp.analyze import Config, analyze_file
+from solar_lsp.bounds import fusion
+from solar_lsp.bounds.sol import boundary_bytes
 from solar_lsp.frontend import builders as B
-from solar_lsp.hardware import load_chip
+from solar_lsp.hardware.chips import load_chip
 from solar_lsp.ir.core import Affine, Load, Op, Program, TensorType
-from solar_lsp.sol import boundary_bytes
+from solar_lsp.pipeline.analyze import Config, analyze_file
 
 F32 = 4
 

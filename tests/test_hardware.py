@@ -9,7 +9,8 @@ import pathlib
 import pytest
 from rich.console import Console
 
-from solar_lsp.hardware import (
+from solar_lsp.cli.hw import hw_list, hw_show
+from solar_lsp.hardware.chips import (
     DTYPES,
     UNITS,
     Chip,
@@ -20,7 +21,6 @@ from solar_lsp.hardware import (
     load_chip,
     load_chips,
 )
-from solar_lsp.hw_cli import hw_list, hw_show
 
 BUNDLED = [
     "a100-sxm",

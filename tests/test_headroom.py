@@ -11,10 +11,10 @@ import time
 import pytest
 import torch
 
-from solar_lsp import headroom as H
-from solar_lsp.cli import main
-from solar_lsp.hardware import load_chip
-from solar_lsp.hostprobe import probe, to_toml
+from solar_lsp.cli.main import main
+from solar_lsp.hardware.chips import load_chip
+from solar_lsp.hardware.hostprobe import probe, to_toml
+from solar_lsp.measure import headroom as H
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))

@@ -16,11 +16,11 @@ pytest.importorskip("flax")
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
-from solar_lsp.analyze import Config, analyze_file  # noqa: E402
-from solar_lsp.discover import discover  # noqa: E402
-from solar_lsp.hardware import load_chip  # noqa: E402
+from solar_lsp.hardware.chips import load_chip  # noqa: E402
 from solar_lsp.ir.text import parse_program, print_program  # noqa: E402
 from solar_lsp.ir.validate import validate_program  # noqa: E402
+from solar_lsp.pipeline.analyze import Config, analyze_file  # noqa: E402
+from solar_lsp.source.discover import discover  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus_jax"
 FILES = sorted(p.name for p in CORPUS.glob("*.py"))
@@ -304,7 +304,7 @@ def test_untraceable_function_says_why_and_where(tmp_path):
 
 def test_wrong_lowering_is_caught(tmp_path, monkeypatch):
     """The verifier is not a rubber stamp: a tanh lowered as a sigmoid is a mismatch."""
-    from solar_lsp.frontend import jax_prims
+    from solar_lsp.frontend.jax import prims as jax_prims
     from solar_lsp.ir.core import call
     monkeypatch.setitem(jax_prims.LOWERINGS, "tanh", lambda c: c.ew(lambda v: call("sigmoid", v), 0))
     path = write(tmp_path, "t.py", '''

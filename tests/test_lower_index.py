@@ -13,13 +13,13 @@ import torch
 from conftest import corpus_entry
 from torch.utils.flop_counter import FlopCounterMode
 
-from solar_lsp.analyze import Config, analyze_file
-from solar_lsp.discover import discover_file
-from solar_lsp.frontend import torch_lower
-from solar_lsp.frontend.torch_trace import build, load_module
+from solar_lsp.frontend.torch import lower as torch_lower
+from solar_lsp.frontend.torch.trace import build, load_module
 from solar_lsp.ir import calls_index, execute
 from solar_lsp.ir.core import Affine, Guard, Kernel, Load, TensorType, call
 from solar_lsp.ir.validate import IRValidationError, recurrence_var, validate_kernel
+from solar_lsp.pipeline.analyze import Config, analyze_file
+from solar_lsp.source.discover import discover_file
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "corpus"
 FAMILIES = ("scan", "sort", "select", "index", "scatter", "loss", "mask", "cast")

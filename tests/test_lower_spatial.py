@@ -14,11 +14,11 @@ import torch.nn.functional as F
 from conftest import corpus_entry, write
 from torch.utils.flop_counter import FlopCounterMode
 
-from solar_lsp.analyze import Config, analyze_file
-from solar_lsp.discover import discover_file
-from solar_lsp.frontend import resample as R
-from solar_lsp.frontend.torch_trace import build, load_module
-from solar_lsp.hardware import load_chip
+from solar_lsp.frontend.torch import resample as R
+from solar_lsp.frontend.torch.trace import build, load_module
+from solar_lsp.hardware.chips import load_chip
+from solar_lsp.pipeline.analyze import Config, analyze_file
+from solar_lsp.source.discover import discover_file
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "corpus"
 FAMILIES = ("interp", "spatial", "rnn", "norm", "pool", "einsum", "dtype")

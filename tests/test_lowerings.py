@@ -10,9 +10,9 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from solar_lsp.analyze import Config, analyze_file
-from solar_lsp.discover import discover_file
-from solar_lsp.frontend.torch_trace import build, load_module
+from solar_lsp.frontend.torch.trace import build, load_module
+from solar_lsp.pipeline.analyze import Config, analyze_file
+from solar_lsp.source.discover import discover_file
 
 ZOO = os.path.join(os.path.dirname(__file__), "zoo", "ops.py")
 NAMES = [e.name for e in discover_file(ZOO)]

@@ -15,12 +15,12 @@ import pytest
 import torch
 from conftest import analyzed, line_of, only_entry, write
 
-from solar_lsp.discover import discover_file
-from solar_lsp.einsum_graph import SFU_COST
-from solar_lsp.frontend import torch_lower
-from solar_lsp.frontend.torch_trace import Traced, _decomp_table, build, load_module, trace
+from solar_lsp.bounds.einsum_graph import SFU_COST
+from solar_lsp.frontend.torch import lower as torch_lower
+from solar_lsp.frontend.torch.trace import Traced, _decomp_table, build, load_module, trace
 from solar_lsp.ir import execute as ex
 from solar_lsp.ir.core import SCALAR_FUNCS, Affine, Call, Kernel, Load
+from solar_lsp.source.discover import discover_file
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -138,7 +138,7 @@ def test_shifts_wrap_and_sign_extend(tmp_path):
 
 def test_bitwise_on_float_is_reported_not_guessed():
     """Only integer and bool tensors have bits to operate on; any other dtype is refused."""
-    from solar_lsp.frontend.torch_lower import BITWISE as table
+    from solar_lsp.frontend.torch.lower import BITWISE as table
 
     assert set(table) >= {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
                           "bitwise_left_shift", "bitwise_right_shift", "__lshift__", "__rshift__"}

@@ -39,7 +39,7 @@ def test_installed_wheel_starts_the_server_modules(wheel, tmp_path):
     r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                         str(wheel)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    code = ("import solar_lsp, solar_lsp.server, solar_lsp.cli, solar_lsp.lsp.worker, solar_lsp.hardware as h;"
+    code = ("import solar_lsp, solar_lsp.lsp.server, solar_lsp.cli.main, solar_lsp.lsp.worker, solar_lsp.hardware.chips as h;"
             "print(solar_lsp.__file__); print(len(h.list_chips()))")
     env = dict(os.environ, PYTHONPATH=str(target))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,

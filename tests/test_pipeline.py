@@ -1,4 +1,4 @@
-"""End-to-end pipeline (solar_lsp.analyze): golden counts and SOL times derived by hand from
+"""End-to-end pipeline (solar_lsp.pipeline.analyze): golden counts and SOL times derived by hand from
 the shapes, FlopCounterMode agreement, source lines, and verification catching a wrong
 lowering. Peaks are read from the bundled chip file, never hard-coded."""
 
@@ -223,7 +223,7 @@ FLOP_FILES = sorted(str(p) for p in EXAMPLES.glob("*.py")) + sorted(
 
 @pytest.mark.parametrize("path", FLOP_FILES, ids=lambda p: p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1])
 def test_tensor_flops_match_flop_counter(path):
-    from solar_lsp.discover import discover_file
+    from solar_lsp.source.discover import discover_file
 
     rep = analyzed(path)
     assert rep.error is None, rep.error
@@ -249,9 +249,9 @@ def test_examples_gelu_line():
 
 
 def test_wrong_lowering_is_a_mismatch(monkeypatch):
-    from solar_lsp.analyze import Config, analyze_file
-    from solar_lsp.frontend import torch_lower
+    from solar_lsp.frontend.torch import lower as torch_lower
     from solar_lsp.ir.core import call
+    from solar_lsp.pipeline.analyze import Config, analyze_file
 
     monkeypatch.setitem(torch_lower.LOWERINGS, "aten.relu.default",
                         lambda c, a, kw: c.ew(lambda x: call("max", x, 0.5), a[0]))
@@ -291,7 +291,7 @@ def test_bf16_einsum_chain_stays_on_matrix_units(tmp_path):
 
 def test_einsum_chain_matches_flop_counter(tmp_path):
     path = write(tmp_path, "chain.py", EINSUM_CHAIN)
-    from solar_lsp.discover import discover_file
+    from solar_lsp.source.discover import discover_file
 
     [entry] = discover_file(path)
     e = only_entry(analyzed(path))

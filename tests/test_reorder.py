@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import line_of, write
 
-from solar_lsp.analyze import Config, analyze_file
+from solar_lsp.pipeline.analyze import Config, analyze_file
 
 SOURCE = """
 import torch

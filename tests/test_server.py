@@ -37,7 +37,7 @@ CAPS = T.ClientCapabilities(
 )
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "solar_lsp.server"]))
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "solar_lsp.lsp.server"]))
 async def client(lsp_client: LanguageClient):
     @lsp_client.feature(T.WORKSPACE_INLAY_HINT_REFRESH)
     def on_hint_refresh(params: None) -> None:
@@ -261,7 +261,7 @@ async def _second_server(root: pathlib.Path):
     def _l(params: None) -> None:
         return None
 
-    await c.start_io(sys.executable, "-m", "solar_lsp.server")
+    await c.start_io(sys.executable, "-m", "solar_lsp.lsp.server")
     await c.initialize_session(T.InitializeParams(capabilities=CAPS, root_uri=root.as_uri()))
     path = root / "mlp.py"
     c.text_document_did_open(T.DidOpenTextDocumentParams(

@@ -40,7 +40,7 @@ def _on_refresh(client: LanguageClient) -> None:
         return None
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "solar_lsp.server"]))
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "solar_lsp.lsp.server"]))
 async def client(lsp_client: LanguageClient):
     _on_refresh(lsp_client)
     yield
@@ -58,7 +58,7 @@ def no_torch_env():
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(
-    server_command=[sys.executable, "-m", "solar_lsp.server"],
+    server_command=[sys.executable, "-m", "solar_lsp.lsp.server"],
     server_env={**os.environ, "SOLAR_LSP_WORKER_PYTHON": str(ENV_PYTHON),
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}))
 async def broken_client(lsp_client: LanguageClient, no_torch_env):

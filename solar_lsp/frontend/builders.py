@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..ir.core import Affine, Const, Expr, Guard, Kernel, Load, call
+from solar_lsp.ir.core import Affine, Const, Expr, Guard, Kernel, Load, call
 
 Shape = tuple[int, ...]
 

@@ -36,8 +36,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import calls_index
-from .core import SCALAR_FUNCS, Affine, Call, Const, Expr, Guard, Index, Kernel, Load, Program
+from solar_lsp.ir import calls_index
+from solar_lsp.ir.core import (
+    SCALAR_FUNCS,
+    Affine,
+    Call,
+    Const,
+    Expr,
+    Guard,
+    Index,
+    Kernel,
+    Load,
+    Program,
+)
 
 log = logging.getLogger(__name__)
 

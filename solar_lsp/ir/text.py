@@ -55,7 +55,7 @@ import math
 import textwrap
 from collections.abc import Mapping
 
-from .core import (
+from solar_lsp.ir.core import (
     Affine,
     Call,
     Const,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .core import (
+from solar_lsp.ir.core import (
     ASSIGN_OPS,
     SCALAR_FUNCS,
     UNITS,

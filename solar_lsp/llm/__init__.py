@@ -3,6 +3,6 @@
 Opt-in only. Nothing it writes is used until the verifier accepts it; see docs/llm.md.
 """
 
-from .config import LLMConfig
+from solar_lsp.llm.config import LLMConfig
 
 __all__ = ["LLMConfig"]

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .check import Check
-from .config import LLMConfig
-from .pricing import Usage, cost_usd
-from .prompt import TOOL_NAME, request
-from .transport import CallStats, LLMError, create_message
+from solar_lsp.llm.check import Check
+from solar_lsp.llm.config import LLMConfig
+from solar_lsp.llm.pricing import Usage, cost_usd
+from solar_lsp.llm.prompt import TOOL_NAME, request
+from solar_lsp.llm.transport import CallStats, LLMError, create_message
 
 log = logging.getLogger("solar_lsp.llm")
 

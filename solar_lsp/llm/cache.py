@@ -13,8 +13,8 @@ import json
 import time
 from typing import Any
 
-from .. import __version__
-from .prompt import PROMPT_VERSION
+from solar_lsp import __version__
+from solar_lsp.llm.prompt import PROMPT_VERSION
 
 
 def source_hash(source: str) -> str:

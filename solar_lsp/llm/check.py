@@ -3,7 +3,7 @@
 Whole entry: the golden values come from running the user's entry eagerly on the CPU (seeded
 inputs, as the tracer's verifier builds them); the IR program runs op by op with numba and
 its outputs are compared with the entry's. Per node: the op runs on the golden inputs of its
-fx node (the Interpreter replay of :mod:`solar_lsp.verify`) and is checked by the same
+fx node (the Interpreter replay of :mod:`solar_lsp.verify.check_torch`) and is checked by the same
 ``check_op`` as tracer output. Every failure says what to fix, for the next round.
 """
 
@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..discover import Entry
-from ..frontend.torch_lower import dtype_name
-from ..frontend.torch_trace import EntryError, build
-from ..ir import execute
-from ..ir.core import Op, Program, TensorType
-from ..ir.text import IRSyntaxError, parse_program
-from ..ir.validate import IRValidationError, validate_program
-from ..verify import RTOL, SAMPLES, _compare_full, _np, _red_len, check_op
-from .prompt import EntryTask, NodeTask, ttype
+from solar_lsp.frontend.torch.lower import dtype_name
+from solar_lsp.frontend.torch.trace import EntryError, build
+from solar_lsp.ir import execute
+from solar_lsp.ir.core import Op, Program, TensorType
+from solar_lsp.ir.text import IRSyntaxError, parse_program
+from solar_lsp.ir.validate import IRValidationError, validate_program
+from solar_lsp.llm.prompt import EntryTask, NodeTask, ttype
+from solar_lsp.source.discover import Entry
+from solar_lsp.verify.check_torch import RTOL, SAMPLES, _compare_full, _np, _red_len, check_op
 
 
 class GoldenError(Exception):

@@ -1,5 +1,5 @@
 """Where the agent meets the pipeline: after a trace failure (whole entry) and after lowering
-(per node). Called from :mod:`solar_lsp.analyze`; without opt-in they only record which
+(per node). Called from :mod:`solar_lsp.pipeline.analyze`; without opt-in they only record which
 entries or ops would need the agent, and nothing is sent.
 
 An accepted translation becomes ordinary IR: the whole-entry program goes through the same
@@ -15,24 +15,24 @@ import time
 import types
 from typing import TYPE_CHECKING, Any
 
-from ..discover import Entry
-from ..ir.core import Program
-from ..ir.text import IRSyntaxError, parse_program
-from ..ir.validate import IRValidationError, validate_program
-from ..report import EntryReport
-from ..usercode import sources_digest
-from .agent import Translation, translate
-from .cache import TranslationCache, key, source_hash
-from .check import Check, GoldenError, check_entry, check_node, entry_golden
-from .config import LLMConfig
-from .prompt import NodeTask, entry_message, node_message, ttype
-from .transport import make_client
+from solar_lsp.ir.core import Program
+from solar_lsp.ir.text import IRSyntaxError, parse_program
+from solar_lsp.ir.validate import IRValidationError, validate_program
+from solar_lsp.llm.agent import Translation, translate
+from solar_lsp.llm.cache import TranslationCache, key, source_hash
+from solar_lsp.llm.check import Check, GoldenError, check_entry, check_node, entry_golden
+from solar_lsp.llm.config import LLMConfig
+from solar_lsp.llm.prompt import NodeTask, entry_message, node_message, ttype
+from solar_lsp.llm.transport import make_client
+from solar_lsp.pipeline.report import EntryReport
+from solar_lsp.source.discover import Entry
+from solar_lsp.source.usercode import sources_digest
 
 if TYPE_CHECKING:
-    from ..analyze import Config
-    from ..frontend.torch_lower import Lowered
-    from ..frontend.torch_trace import Traced
-    from ..hardware import Chip
+    from solar_lsp.frontend.torch.lower import Lowered
+    from solar_lsp.frontend.torch.trace import Traced
+    from solar_lsp.hardware.chips import Chip
+    from solar_lsp.pipeline.analyze import Config
 
 log = logging.getLogger("solar_lsp.llm")
 
@@ -61,7 +61,7 @@ class _Client:
 
 
 def _summary(mode: str, trs: list[Translation], extra: dict | None = None) -> dict:
-    from .pricing import Usage
+    from solar_lsp.llm.pricing import Usage
     usage = Usage()
     cost = 0.0
     priced = True
@@ -185,9 +185,9 @@ def _parse_cached(text: str) -> Program | None:
 
 def _finish_entry(er: EntryReport, program: Program, golden, chips, config, tr: Translation) -> None:
     """The agent's program takes the tracer's place: graph, counts, SOL, as analyze_entry does."""
-    from ..analyze import fill_sol
-    from ..einsum_graph import build_graph
-    from ..sol import op_costs
+    from solar_lsp.bounds.einsum_graph import build_graph
+    from solar_lsp.bounds.sol import op_costs
+    from solar_lsp.pipeline.analyze import fill_sol
     er.status, er.error, er.error_line = "ok", None, None
     er.inputs = [{"name": n, "dtype": program.tensors[n].dtype,
                   "shape": list(program.tensors[n].shape)} for n in program.inputs]
@@ -213,7 +213,7 @@ def _finish_entry(er: EntryReport, program: Program, golden, chips, config, tr: 
 def after_lowering(er: EntryReport, traced: Traced, lowered: Lowered, module: types.ModuleType,
                    config: Config) -> None:
     """Ops without a lowering: ask the agent for each (opted in), or say they would need it."""
-    from .nodes import unlowered
+    from solar_lsp.llm.nodes import unlowered
     items = _match_unsupported(unlowered(traced, lowered), lowered)
     if not items:
         return
@@ -274,7 +274,7 @@ def _match_unsupported(items, lowered: Lowered):
 
 
 def _node_golden(traced, lowered, module, config) -> tuple[dict | None, str]:
-    from ..verify import golden_bytes, golden_run
+    from solar_lsp.verify.check_torch import golden_bytes, golden_run
     need = golden_bytes(lowered.program)
     if need > config.budget_bytes:
         return None, (f"the golden run needs {need / 1e9:.1f} GB, over the "

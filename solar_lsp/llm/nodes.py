@@ -12,10 +12,10 @@ import inspect
 import operator
 from typing import Any
 
-from ..frontend.torch_lower import Lowered
-from ..frontend.torch_trace import Traced
-from ..ir.text import DTYPE_SHORT
-from .prompt import NodeTask
+from solar_lsp.frontend.torch.lower import Lowered
+from solar_lsp.frontend.torch.trace import Traced
+from solar_lsp.ir.text import DTYPE_SHORT
+from solar_lsp.llm.prompt import NodeTask
 
 
 def _tensors_of(lowered: Lowered) -> dict[str, list[str]]:

@@ -12,8 +12,8 @@ import functools
 import os
 from dataclasses import dataclass, field
 
-from ..ir import text as ir_text
-from ..ir.core import ASSIGN_OPS, SCALAR_FUNCS, TensorType
+from solar_lsp.ir import text as ir_text
+from solar_lsp.ir.core import ASSIGN_OPS, SCALAR_FUNCS, TensorType
 
 PROMPT_VERSION = "1"  # part of every cache key: a new prompt is a new translation
 TOOL_NAME = "submit_ir"

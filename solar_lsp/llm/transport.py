@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from .config import KEY_ENV, LLMConfig
+from solar_lsp.llm.config import KEY_ENV, LLMConfig
 
 log = logging.getLogger("solar_lsp.llm")
 

@@ -4,7 +4,7 @@ markdown reports behind the code actions."""
 
 from __future__ import annotations
 
-from .. import units
+from solar_lsp import units
 
 
 def hint_label(line: dict) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, units
+from solar_lsp import __version__, units
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "solar-lsp", "results")
 
@@ -86,7 +86,7 @@ class Settings:
                 "onchip": self.onchip, "llm": self.llm}
 
     def analysis_key(self) -> str:
-        from ..hardware import chip_fingerprint
+        from solar_lsp.hardware.chips import chip_fingerprint
         return json.dumps({"v": __version__, "chip_file": chip_fingerprint(self.chip), **self.analysis_config()},
                           sort_keys=True)
 

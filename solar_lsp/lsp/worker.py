@@ -22,7 +22,7 @@ import time
 import traceback
 from typing import Any
 
-from ..usercode import forget_user_modules, user_module_files
+from solar_lsp.source.usercode import forget_user_modules, user_module_files
 
 
 def _vm_size() -> int:
@@ -49,8 +49,8 @@ def _limit_memory(extra: int) -> int:
 
 
 def _config(d: dict, entry: str | None):
-    from ..analyze import Config
-    from ..sol import Policy
+    from solar_lsp.bounds.sol import Policy
+    from solar_lsp.pipeline.analyze import Config
     cfg = Config(hw=list(d.get("hw") or ["h100-sxm"]), entry=entry, target_s=d.get("target_s"),
                  verify=bool(d.get("verify", True)), dims=dict(d.get("dims") or {}),
                  entries=dict(d.get("entries") or {}))
@@ -61,7 +61,7 @@ def _config(d: dict, entry: str | None):
     if d.get("budget_bytes"):
         cfg.budget_bytes = int(d["budget_bytes"])
     if d.get("llm"):  # the user's opt-in (setting `llm`); the key comes from the environment
-        from ..llm.config import LLMConfig
+        from solar_lsp.llm.config import LLMConfig
         cfg.llm = LLMConfig.from_env()
     return cfg
 
@@ -110,7 +110,7 @@ class Worker:
         sys.stderr.flush()
 
     def _analyze(self, rid: Any, path: str, origin: str, req: dict) -> None:
-        from ..analyze import analyze_file
+        from solar_lsp.pipeline.analyze import analyze_file
         entries = req.get("entries")
         entry = entries[0] if entries and len(entries) == 1 else None
         cfg = _config(req.get("config") or {}, entry)
@@ -131,8 +131,8 @@ class Worker:
         self.send({"type": "result", "id": rid, "report": doc, "sources": files})
 
     def _ir(self, rid: Any, path: str, req: dict) -> None:
-        from ..analyze import analyze_file
-        from ..ir.text import print_program
+        from solar_lsp.ir.text import print_program
+        from solar_lsp.pipeline.analyze import analyze_file
         cfg = _config({**(req.get("config") or {}), "verify": False}, (req.get("entries") or [None])[0])
         report = analyze_file(path, cfg)
         texts = []
@@ -146,9 +146,9 @@ class Worker:
     def _roofline(self, rid: Any, path: str, req: dict) -> None:
         import tempfile
 
-        from ..analyze import analyze_file
-        from ..hardware import load_chips
-        from ..plot import roofline
+        from solar_lsp.hardware.chips import load_chips
+        from solar_lsp.pipeline.analyze import analyze_file
+        from solar_lsp.pipeline.plot import roofline
         cfg = _config({**(req.get("config") or {}), "verify": False}, (req.get("entries") or [None])[0])
         report = analyze_file(path, cfg)
         if report.error or not any(e.status == "ok" for e in report.entries):
@@ -162,7 +162,7 @@ class Worker:
         self.send({"type": "result", "id": rid, "svg": svg, "error": None})
 
     def _headroom(self, rid: Any, path: str, origin: str, req: dict) -> None:
-        from ..headroom import HeadroomError, headroom_file
+        from solar_lsp.measure.headroom import HeadroomError, headroom_file
         d = req.get("config") or {}
         entry = (req.get("entries") or [None])[0]
         device = d.get("device", "cpu")
@@ -206,8 +206,9 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     import torch  # noqa: F401
 
-    from .. import analyze, verify  # noqa: F401
-    from ..frontend.torch_trace import warm_up
+    from solar_lsp.frontend.torch.trace import warm_up
+    from solar_lsp.pipeline import analyze  # noqa: F401
+    from solar_lsp.verify.check_torch import check_torch as verify  # noqa: F401
     warm_up()
     if args.jax:
         try:

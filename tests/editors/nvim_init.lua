@@ -12,7 +12,7 @@ vim.api.nvim_create_autocmd("FileType", {
   callback = function(args)
     vim.lsp.start({
       name = "solar-lsp",
-      cmd = { python, "-m", "solar_lsp.server" },
+      cmd = { python, "-m", "solar_lsp.lsp.server" },
       root_dir = vim.fn.getcwd(),
       init_options = { solar = { cacheDir = cache, timeout = 120 } },
     }, { bufnr = args.buf })

@@ -35,14 +35,14 @@ export function resolveInterpreter(
 
 /** How the server is started with that interpreter (stdio). */
 export function serverArgs(): string[] {
-  return ["-m", "solar_lsp.server"];
+  return ["-m", "solar_lsp.lsp.server"];
 }
 
 /** A script that checks that the server's module and its LSP library import, without torch. */
 export const PROBE_SCRIPT = [
   "import importlib.util, json, sys",
   "import solar_lsp",
-  "missing = [m for m in ('solar_lsp.server', 'pygls', 'lsprotocol') if importlib.util.find_spec(m) is None]",
+  "missing = [m for m in ('solar_lsp.lsp.server', 'pygls', 'lsprotocol') if importlib.util.find_spec(m) is None]",
   "print(json.dumps({'version': solar_lsp.__version__, 'python': sys.version.split()[0],",
   "                  'executable': sys.executable, 'missing': missing}))",
 ].join("\n");

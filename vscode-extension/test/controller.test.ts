@@ -71,7 +71,7 @@ describe("controller", () => {
     await ctl.restart(); // joins nothing: trust already started one
     assert.ok(clients.length >= 1);
     assert.equal(clients[0].spec.command, "python3");
-    assert.deepEqual(clients[0].spec.args, ["-m", "solar_lsp.server"]);
+    assert.deepEqual(clients[0].spec.args, ["-m", "solar_lsp.lsp.server"]);
     assert.equal(ctl.current.kind, "running");
   });
 

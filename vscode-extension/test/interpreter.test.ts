@@ -22,7 +22,7 @@ describe("resolveInterpreter", () => {
     assert.deepEqual(resolveInterpreter("  ", " ", ctx), { command: "python3", source: "default" });
   });
   it("starts the server module on stdio", () => {
-    assert.deepEqual(serverArgs(), ["-m", "solar_lsp.server"]);
+    assert.deepEqual(serverArgs(), ["-m", "solar_lsp.lsp.server"]);
   });
 });
 

@@ -21,7 +21,7 @@ function serverAliases(): Set<string> {
   return new Set(aliasTable().keys());
 }
 
-/** The commands solar_lsp/server.py registers (its COMMANDS tuple). */
+/** The commands solar_lsp/lsp/server.py registers (its COMMANDS tuple). */
 function serverCommands(): string[] {
   const src = readFileSync(join(repo, "solar_lsp", "server.py"), "utf8");
   const tuple = /COMMANDS = \(([\s\S]*?)\)/.exec(src)?.[1] ?? "";

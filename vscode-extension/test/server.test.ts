@@ -1,5 +1,5 @@
 /**
- * The contract with the real server (python -m solar_lsp.server, as the extension starts it):
+ * The contract with the real server (python -m solar_lsp.lsp.server, as the extension starts it):
  * mapped settings reach it through initializationOptions and workspace/configuration pulls,
  * solar.status has what the status bar reads, its command ids do not collide with ours, and an
  * unknown command comes back as an error the extension can show.

@@ -1,0 +1,258 @@
+"""Speed-of-Light times from the einsum graph (DESIGN §6): unfused, fused, inverse roofline.
+
+Pure functions of (program, graph, chip, policy). Work on the same physical unit adds up;
+different units (matrix, vector, special-function) and DRAM are assumed to overlap
+perfectly, which keeps every time a lower bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from solar_lsp.bounds.einsum_graph import Counts, call_counts, tensor_bytes
+from solar_lsp.hardware.chips import Chip, canonical_dtype
+from solar_lsp.ir import calls_index
+from solar_lsp.ir.core import Kernel, Op, Program
+from solar_lsp.source.pragma import dtype_size
+
+CONV_TARGETS = ("convolution", "conv1d", "conv2d", "conv3d", "conv_transpose", "conv_general_dilated")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Which peak a dtype gets: PyTorch's CUDA defaults (matmul fp32 without TF32, cuDNN
+    convolutions with TF32)."""
+
+    tf32_matmul: bool = False
+    tf32_conv: bool = True
+
+
+@dataclass
+class UnitWork:
+    """Work per (unit, dtype) — the same unit at two dtypes runs at two peaks."""
+
+    work: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def add(self, unit: str, dtype: str, amount: float) -> None:
+        if amount:
+            self.work[(unit, dtype)] = self.work.get((unit, dtype), 0.0) + amount
+
+    def __iadd__(self, other: UnitWork) -> UnitWork:
+        for (u, d), w in other.work.items():
+            self.add(u, d, w)
+        return self
+
+    def times(self, chip: Chip) -> dict[str, float]:
+        """Seconds per physical unit on ``chip``."""
+        out: dict[str, float] = {}
+        for (unit, dtype), w in self.work.items():
+            peak = _peak(chip, unit, dtype)
+            out[unit] = out.get(unit, 0.0) + w / peak
+        return out
+
+
+def _peak(chip: Chip, unit: str, dtype: str) -> float:
+    if unit == "sfu":
+        p = chip.peak("sfu", "fp32")
+        return p if p else float("inf")
+    p = chip.peak(unit, dtype)
+    if p is None and unit == "matrix":
+        p = chip.peak("vector", dtype)
+    if p is None:
+        p = chip.peak("vector", "fp32")
+    return p or float("inf")
+
+
+def kernel_work(k: Kernel, p: Program, op: Op, counts: Counts, policy: Policy) -> UnitWork:
+    uw = UnitWork()
+    if k.unit == "matrix":
+        dts = [canonical_dtype(p.tensors[t].dtype) or "fp32" for t in k.inputs()]
+        dt = _narrowest(dts)
+        is_conv = any(s in op.target for s in CONV_TARGETS)
+        if dt == "fp32":
+            if (is_conv and policy.tf32_conv) or (not is_conv and policy.tf32_matmul):
+                uw.add("matrix", "tf32", counts.tensor_flops)
+            else:
+                uw.add("vector", "fp32", counts.tensor_flops)
+        else:
+            uw.add("matrix", dt, counts.tensor_flops)
+    else:
+        dt = canonical_dtype(p.tensors[k.out.tensor].dtype) or "fp32"
+        if dt in ("fp8", "int8", "fp4"):
+            dt = "fp16"
+        uw.add("vector", dt, counts.vector_flops)
+        uw.add("sfu", "fp32", counts.sfu_ops)
+    return uw
+
+
+_ORDER = ["fp4", "fp8", "int8", "fp16", "bf16", "tf32", "fp32", "fp64"]
+
+
+def _narrowest(dts: list[str]) -> str:
+    """A contraction of mixed dtypes runs at the wider type's rate (operands are upcast)."""
+    ranked = [d for d in dts if d in _ORDER]
+    return max(ranked, key=_ORDER.index) if ranked else "fp32"
+
+
+@dataclass
+class OpCost:
+    op: Op
+    counts: Counts
+    work: UnitWork
+    bytes: int
+    einsums: list[str]
+    shapes: list[list[int]]
+    dtype: str
+
+    def time(self, chip: Chip) -> tuple[float, str]:
+        """Roofline time of this op alone: max(compute per unit, bytes / bandwidth)."""
+        ts = self.work.times(chip)
+        t_mem = self.bytes / chip.dram_bytes_per_s
+        t_comp = max(ts.values(), default=0.0)
+        if t_comp >= t_mem and t_comp > 0:
+            return t_comp, "compute"
+        return t_mem, "memory"
+
+
+def op_bytes(p: Program, op: Op) -> int:
+    """DRAM bytes of one framework op run on its own: its inputs once plus its outputs."""
+    if op.kind in ("view", "alloc"):
+        return 0
+    outs = sum(tensor_bytes(p, t) for t in op.outputs)
+    if op.kind == "gather":  # a gather reads its table only where it gathers (ir/calls_index)
+        ins = 0
+        for t in op.inputs:
+            r = _call_reads(p, op, t)
+            ins += tensor_bytes(p, t) if r is None else min(r * dtype_size(p.tensors[t].dtype),
+                                                            tensor_bytes(p, t))
+        return ins + outs
+    ins = sum(tensor_bytes(p, t) for t in op.inputs)
+    return ins + outs
+
+
+def _call_reads(p: Program, op: Op, t: str) -> int | None:
+    """Elements a composition step must read of its input ``t`` (None: all of it)."""
+    if not op.call or t not in op.inputs:
+        return None
+    reads = calls_index.input_reads(op.call, [p.tensors[i].shape for i in op.inputs],
+                                    [p.tensors[o].shape for o in op.outputs])
+    return reads[op.inputs.index(t)]
+
+
+def op_costs(p: Program, g: nx.MultiDiGraph, policy: Policy) -> list[OpCost]:
+    by_op: dict[str, list[dict]] = {}
+    for _, d in g.nodes(data=True):
+        if d.get("kind") == "einsum":
+            by_op.setdefault(d["op"], []).append(d)
+    costs = []
+    for op in p.ops:
+        counts = Counts()
+        work = UnitWork()
+        einsums = []
+        for d in by_op.get(op.id, []):
+            counts = counts + d["counts"]
+            work += kernel_work(d["kernel"], p, op, d["counts"], policy)
+            einsums.append(d["einsum"])
+        if op.kind == "gather":  # selection comparisons, scatter combines (ir/calls_index)
+            cc = call_counts(p, op).times(op.repeat)
+            dt = canonical_dtype(p.tensors[op.inputs[0]].dtype) if op.inputs else None
+            dt = "fp16" if dt in ("fp8", "int8", "fp4") else (dt or "fp32")
+            counts = counts + cc
+            work.add("vector", dt, cc.vector_flops)
+        shapes = [list(p.tensors[t].shape) for t in op.inputs + op.outputs]
+        dtype = p.tensors[op.outputs[0]].dtype if op.outputs else ""
+        costs.append(OpCost(op, counts, work, op_bytes(p, op) * op.repeat, einsums, shapes, dtype))
+    return costs
+
+
+def boundary_bytes(p: Program) -> int:
+    """Fused traffic: graph inputs, weights and outputs each once (union of regions read)."""
+    readers: dict[str, list[tuple[Op, str]]] = {}
+    for op in p.ops:
+        if op.kind == "view":
+            continue
+        for t in op.inputs:
+            readers.setdefault(p.base(t), []).append((op, t))
+    total = 0
+    for t in p.inputs + p.params:
+        uses = readers.get(t, [])
+        if not uses:
+            continue
+        full = tensor_bytes(p, t)
+        partial = 0
+        whole = False
+        for op, via in uses:
+            r = _call_reads(p, op, via) if op.kind == "gather" else None
+            if r is not None:  # a loop body's op reads its part every iteration
+                partial += r * dtype_size(p.tensors[t].dtype) * op.repeat
+            elif via != t and p.unique_numel(via) < p.tensors[t].numel:
+                partial += tensor_bytes(p, via) * op.repeat
+            else:
+                whole = True
+        total += full if whole else min(full, partial)
+    written = set()
+    for t in p.outputs:
+        b = p.base(t)
+        if b in p.inputs or b in p.params or b in written:
+            continue
+        written.add(b)
+        total += tensor_bytes(p, b)
+    return total
+
+
+@dataclass
+class Fidelity:
+    t_s: float
+    bound: str
+    bytes: int
+    unit_times: dict[str, float]
+
+
+def unfused(costs: list[OpCost], chip: Chip) -> Fidelity:
+    t = 0.0
+    t_mem = 0.0
+    t_comp = 0.0
+    units: dict[str, float] = {}
+    for c in costs:
+        tt, _ = c.time(chip)
+        t += tt
+        t_mem += c.bytes / chip.dram_bytes_per_s
+        ut = c.work.times(chip)
+        t_comp += max(ut.values(), default=0.0)
+        for u, v in ut.items():
+            units[u] = units.get(u, 0.0) + v
+    return Fidelity(t, "compute" if t_comp >= t_mem and t_comp > 0 else "memory",
+                    sum(c.bytes for c in costs), units)
+
+
+def fused(costs: list[OpCost], p: Program, chip: Chip) -> Fidelity:
+    work = UnitWork()
+    for c in costs:
+        work += c.work
+    units = work.times(chip)
+    b = boundary_bytes(p)
+    t_mem = b / chip.dram_bytes_per_s
+    t_comp = max(units.values(), default=0.0)
+    return Fidelity(max(t_mem, t_comp), "compute" if t_comp >= t_mem and t_comp > 0 else "memory", b, units)
+
+
+def total_work(costs: list[OpCost]) -> UnitWork:
+    work = UnitWork()
+    for c in costs:
+        work += c.work
+    return work
+
+
+def inverse(work: UnitWork, flops: int, nbytes: int, target_s: float, chips: list[Chip]) -> dict:
+    """What a target latency needs: FLOP/s and bytes/s, and each chip's shortfall factor
+    (its time for the component / the target; above 1 means the chip is too slow)."""
+    out = {"flops_per_s": flops / target_s, "bytes_per_s": nbytes / target_s, "shortfall": {}}
+    for chip in chips:
+        t_comp = max(work.times(chip).values(), default=0.0)
+        out["shortfall"][chip.name] = {
+            "compute": t_comp / target_s,
+            "bandwidth": nbytes / chip.dram_bytes_per_s / target_s,
+        }
+    return out

@@ -1,0 +1,429 @@
+"""Chip specifications: loaded from TOML data files, validated, cached.
+
+The figures live in ``hardware/*.toml`` (installed as the package ``solar_lsp.chips``) rather
+than in code, so that every number sits next to the document it came from and users can
+describe their own chip with a file of the same shape (``load_chip("my-gpu.toml")``).
+Validation is strict and error messages name the file and the field, because a typo in a
+peak silently skews every Speed-of-Light bound computed from it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.resources
+import math
+import os
+import pathlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib  # type: ignore[no-redef]
+
+__all__ = [
+    "ALIASES",
+    "DTYPES",
+    "UNITS",
+    "Chip",
+    "HardwareError",
+    "canonical_dtype",
+    "hardware_dir",
+    "list_chips",
+    "load_chip",
+    "load_chips",
+]
+
+#: Compute units a chip table may describe.
+UNITS: tuple[str, ...] = ("matrix", "vector", "sfu")
+
+#: Data-type names accepted as keys of the unit tables.
+DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+
+#: Short names users type, mapped to bundled chip names.
+ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "h100": "h100-sxm",
+        "h100-sxm5": "h100-sxm",
+        "h100sxm": "h100-sxm",
+        "h100pcie": "h100-pcie",
+        "h200-sxm": "h200",
+        "a100": "a100-sxm",
+        "a100-sxm4": "a100-sxm",
+        "a100sxm": "a100-sxm",
+        "rtx-a6000": "a6000",
+        "rtxa6000": "a6000",
+        "thor": "jetson-thor",
+        "jetson-agx-thor": "jetson-thor",
+        "agx-thor": "jetson-thor",
+        "t5000": "jetson-thor",
+        "jetson-t5000": "jetson-thor",
+        "b200-sxm": "b200",
+        "hgx-b200": "b200",
+    }
+)
+
+# Vector peaks fall back along these chains when a dtype has no figure of its own: a kernel in
+# a narrow type can always run at least at the rate of a wider type it is promoted to.
+_VECTOR_FALLBACK: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "fp64": ("fp64",),
+        "fp32": ("fp32",),
+        "tf32": ("tf32", "fp32"),
+        "fp16": ("fp16", "fp32"),
+        "bf16": ("bf16", "fp16", "fp32"),
+        "fp8": ("fp8", "fp16", "fp32"),
+        "int8": ("int8", "fp16", "fp32"),
+        "fp4": ("fp4", "fp16", "fp32"),
+    }
+)
+
+# Spellings from torch / jax / numpy mapped to the canonical DTYPES names.
+_DTYPE_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "float64": "fp64",
+        "double": "fp64",
+        "f64": "fp64",
+        "float32": "fp32",
+        "float": "fp32",
+        "f32": "fp32",
+        "tensorfloat32": "tf32",
+        "float16": "fp16",
+        "half": "fp16",
+        "f16": "fp16",
+        "bfloat16": "bf16",
+        "float8_e4m3fn": "fp8",
+        "float8_e4m3fnuz": "fp8",
+        "float8_e5m2": "fp8",
+        "float8_e5m2fnuz": "fp8",
+        "float8_e8m0fnu": "fp8",
+        "float8": "fp8",
+        "e4m3": "fp8",
+        "e5m2": "fp8",
+        "uint8": "int8",
+        "i8": "int8",
+        "float4_e2m1fn_x2": "fp4",
+        "float4_e2m1fn": "fp4",
+        "float4": "fp4",
+        "nvfp4": "fp4",
+        "mxfp4": "fp4",
+    }
+)
+
+# Top-level scalar fields: name -> (kind, required). Kinds: "str", "int", "float".
+_SCALAR_FIELDS: Mapping[str, tuple[str, bool]] = MappingProxyType(
+    {
+        "name": ("str", False),  # defaults to the file stem
+        "display_name": ("str", False),  # defaults to name
+        "clock_hz": ("float", True),
+        "sm_count": ("int", True),
+        "dram_bytes_per_s": ("float", True),
+        "dram_capacity_bytes": ("float", False),
+        "l2_bytes": ("int", True),
+        "smem_per_sm_bytes": ("int", True),
+    }
+)
+_TABLE_FIELDS = (*UNITS, "sources")
+_SOURCE_KEYS = frozenset(
+    [k for k in _SCALAR_FIELDS if k not in ("name", "display_name")]
+    + list(UNITS)
+    + [f"{u}.{d}" for u in UNITS for d in DTYPES]
+    + ["notes"]
+)
+
+
+class HardwareError(ValueError):
+    """A chip could not be found or its TOML file is malformed.
+
+    The message always starts with the file (or the name asked for) and names the offending
+    field, so it can be shown to a user as-is without a traceback.
+    """
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator's peak figures, in plain SI units (Hz, bytes, bytes/s, FLOP/s).
+
+    ``matrix`` holds dense tensor-core peaks, ``vector`` CUDA-core peaks and ``sfu`` the
+    special-function-unit rate (transcendentals per second), each keyed by a ``DTYPES`` name.
+    ``sources`` maps a field (or ``"<unit>.<dtype>"``) to the document the figure came from.
+    """
+
+    name: str
+    display_name: str
+    clock_hz: float
+    sm_count: int
+    dram_bytes_per_s: float
+    dram_capacity_bytes: float | None
+    l2_bytes: int
+    smem_per_sm_bytes: int
+    matrix: Mapping[str, float]
+    vector: Mapping[str, float]
+    sfu: Mapping[str, float]
+    sources: Mapping[str, str]
+    path: str
+
+    # The mapping fields are read-only proxies and not hashable; identity of a chip is its
+    # file and name, which is what caches keyed on chips need.
+    def __hash__(self) -> int:
+        return hash((self.path, self.name))
+
+    @property
+    def onchip_bytes(self) -> int:
+        """Capacity that can hold reused data on chip: ``max(L2, shared memory x SMs)``.
+
+        The two are not added: data staged in shared memory normally passed through L2 on its
+        way from DRAM, so the larger of the two is the optimistic (Speed-of-Light) bound on the
+        working set that can avoid a DRAM round trip, while the sum would double count it.
+        """
+        return max(self.l2_bytes, self.smem_per_sm_bytes * self.sm_count)
+
+    def peak(self, unit: str, dtype: str) -> float | None:
+        """Peak rate of ``unit`` ("matrix", "vector" or "sfu") for ``dtype``, or None if unknown.
+
+        ``dtype`` may be a canonical name ("bf16") or a framework spelling ("torch.bfloat16").
+        Matrix peaks never fall back: a dtype without tensor-core support has no matrix rate,
+        and the caller should use the vector rate instead. Vector peaks fall back to a wider
+        type the data can be computed in (bf16 -> fp16 -> fp32; fp8/int8/fp4 -> fp16 -> fp32),
+        never to a faster narrower one, so a bound stays a bound. The SFU evaluates in fp32 for
+        every input type, so its fp32 figure is returned regardless of ``dtype``.
+        """
+        if unit not in UNITS:
+            raise ValueError(f"unknown unit {unit!r}; expected one of {', '.join(UNITS)}")
+        if unit == "sfu":
+            return self.sfu.get("fp32")
+        canon = canonical_dtype(dtype)
+        if canon is None:
+            return None
+        if unit == "matrix":
+            return self.matrix.get(canon)
+        for candidate in _VECTOR_FALLBACK[canon]:
+            value = self.vector.get(candidate)
+            if value is not None:
+                return value
+        return None
+
+    def source(self, field: str) -> str | None:
+        """The documented source of ``field`` ("l2_bytes", "matrix", "matrix.fp8", ...)."""
+        if field in self.sources:
+            return self.sources[field]
+        if "." in field:
+            return self.sources.get(field.split(".", 1)[0])
+        return None
+
+
+def canonical_dtype(dtype: object) -> str | None:
+    """Map a dtype spelling (``"bf16"``, ``"bfloat16"``, ``torch.bfloat16``) to a DTYPES name.
+
+    Returns None for types no unit table describes (e.g. bool, int64, complex).
+    """
+    text = str(dtype).strip().lower()
+    for prefix in ("torch.", "jnp.", "np.", "numpy.", "jax.numpy."):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    if text in DTYPES:
+        return text
+    return _DTYPE_ALIASES.get(text)
+
+
+def hardware_dir() -> pathlib.Path:
+    """Directory holding the bundled chip files.
+
+    In a source checkout this is the repository's ``hardware/`` folder (so edits show up
+    without reinstalling); in an installed wheel it is the ``solar_lsp.chips`` package.
+    """
+    repo_dir = pathlib.Path(__file__).resolve().parent.parent / "hardware"
+    if repo_dir.is_dir() and any(repo_dir.glob("*.toml")):
+        return repo_dir
+    return pathlib.Path(str(importlib.resources.files("solar_lsp.chips")))
+
+
+def list_chips() -> list[str]:
+    """Names of the bundled chips (file stems of ``hardware/*.toml``), sorted."""
+    return sorted(p.stem for p in hardware_dir().glob("*.toml"))
+
+
+def load_chip(name_or_path: str | os.PathLike[str]) -> Chip:
+    """Load a bundled chip by name (case-insensitive, aliases allowed) or a user's TOML file.
+
+    Anything that ends in ``.toml``, contains a path separator or names an existing file is
+    treated as a path; everything else as a bundled chip name.
+    """
+    text = os.fspath(name_or_path)
+    if _looks_like_path(text):
+        path = pathlib.Path(text).expanduser()
+        if not path.is_file():
+            raise HardwareError(f"{text}: chip file not found")
+        return _load_resolved(str(path.resolve()), text)
+    key = _normalise_name(text)
+    if key == "host":  # this machine's CPU, probed once (`solar hw probe`)
+        from solar_lsp.hardware.hostprobe import ensure_host_toml
+        path = ensure_host_toml()
+        return _load_resolved(path, "host")
+    known = list_chips()
+    key = key if key in known else ALIASES.get(key, key)
+    if key not in known:
+        raise HardwareError(
+            f"unknown chip {text!r}; known chips: {', '.join(known)} (or the path to a .toml file)"
+        )
+    path = hardware_dir() / f"{key}.toml"
+    return _load_resolved(str(path.resolve()), path.name)
+
+
+def chip_fingerprint(name_or_path: str | os.PathLike[str]) -> str:
+    """A digest of the file behind a chip name, so results cached under the name go stale
+    when the file changes (an edited chip file, a re-probed or raised host profile). Never
+    probes: an unprobed host is "unprobed"; a bad name is the name itself."""
+    text = os.fspath(name_or_path)
+    try:
+        if not _looks_like_path(text) and _normalise_name(text) == "host":
+            from solar_lsp.hardware.hostprobe import host_toml_path
+            path = host_toml_path()
+            if not os.path.isfile(path):
+                return "unprobed"
+        else:
+            path = load_chip(text).path
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()[:16]
+    except (HardwareError, OSError):
+        return text
+
+
+def load_chips(names: Iterable[str | os.PathLike[str]]) -> list[Chip]:
+    """Load several chips, in order; the first bad name or file raises HardwareError."""
+    return [load_chip(n) for n in names]
+
+
+# --------------------------------------------------------------------------------------------
+# internals
+
+
+def _looks_like_path(text: str) -> bool:
+    return (
+        text.lower().endswith(".toml")
+        or "/" in text
+        or (os.sep != "/" and os.sep in text)
+        or os.path.isfile(text)
+    )
+
+
+def _normalise_name(text: str) -> str:
+    return "-".join(text.strip().lower().replace("_", " ").split())
+
+
+def _load_resolved(resolved: str, label: str) -> Chip:
+    # Keyed by resolved path plus mtime/size so a long-running language server sees edits to a
+    # chip file, while repeated lookups of an unchanged file cost one stat().
+    try:
+        st = os.stat(resolved)
+    except OSError as exc:
+        raise HardwareError(f"{label}: cannot read chip file ({exc.strerror})") from None
+    return _load_cached(resolved, st.st_mtime_ns, st.st_size, label)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(resolved: str, _mtime_ns: int, _size: int, label: str) -> Chip:
+    try:
+        with open(resolved, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise HardwareError(f"{label}: TOML syntax error: {exc}") from None
+    except OSError as exc:
+        raise HardwareError(f"{label}: cannot read chip file ({exc.strerror})") from None
+    return _parse(data, resolved, label)
+
+
+def _parse(data: Mapping[str, Any], resolved: str, label: str) -> Chip:
+    def fail(field: str, problem: str, value: Any = None, show_value: bool = True) -> HardwareError:
+        got = f", got {value!r}" if show_value else ""
+        return HardwareError(f"{label}: field {field!r} {problem}{got}")
+
+    allowed = set(_SCALAR_FIELDS) | set(_TABLE_FIELDS)
+    for key in data:
+        if key not in allowed:
+            raise HardwareError(
+                f"{label}: unknown field {key!r}; expected one of {', '.join(sorted(allowed))}"
+            )
+
+    values: dict[str, Any] = {}
+    for field, (kind, required) in _SCALAR_FIELDS.items():
+        if field not in data:
+            if required:
+                raise HardwareError(f"{label}: missing required field {field!r}")
+            continue
+        value = data[field]
+        if kind == "str":
+            if not isinstance(value, str) or not value.strip():
+                raise fail(field, "must be a non-empty string", value)
+            values[field] = value.strip()
+        else:
+            values[field] = _positive(value, field, integer=(kind == "int"), fail=fail)
+
+    tables: dict[str, Mapping[str, Any]] = {}
+    for table in _TABLE_FIELDS:
+        raw = data.get(table, {})
+        if not isinstance(raw, dict):
+            raise fail(table, "must be a table ([" + table + "])", raw)
+        tables[table] = raw
+
+    units: dict[str, Mapping[str, float]] = {}
+    for unit in UNITS:
+        parsed: dict[str, float] = {}
+        for key, value in tables[unit].items():
+            field = f"{unit}.{key}"
+            if key not in DTYPES:
+                raise HardwareError(
+                    f"{label}: unknown key {field!r}; [{unit}] keys must be among "
+                    f"{', '.join(DTYPES)}"
+                )
+            parsed[key] = _positive(value, field, integer=False, fail=fail)
+        units[unit] = MappingProxyType(parsed)
+
+    sources: dict[str, str] = {}
+    for key, value in tables["sources"].items():
+        field = f"sources.{key}"
+        if key not in _SOURCE_KEYS:
+            raise HardwareError(
+                f"{label}: unknown key {field!r}; sources are keyed by field name "
+                "(e.g. 'dram_bytes_per_s', 'matrix', 'matrix.fp8') or 'notes'"
+            )
+        if not isinstance(value, str) or not value.strip():
+            raise fail(field, "must be a non-empty string", value)
+        sources[key] = value.strip()
+
+    name = values.get("name", pathlib.Path(resolved).stem)
+    return Chip(
+        name=name,
+        display_name=values.get("display_name", name),
+        clock_hz=values["clock_hz"],
+        sm_count=values["sm_count"],
+        dram_bytes_per_s=values["dram_bytes_per_s"],
+        dram_capacity_bytes=values.get("dram_capacity_bytes"),
+        l2_bytes=values["l2_bytes"],
+        smem_per_sm_bytes=values["smem_per_sm_bytes"],
+        matrix=units["matrix"],
+        vector=units["vector"],
+        sfu=units["sfu"],
+        sources=MappingProxyType(sources),
+        path=resolved,
+    )
+
+
+def _positive(value: Any, field: str, *, integer: bool, fail: Any) -> Any:
+    """Validate a positive number; integers may be written as integral floats (``50e6``)."""
+    what = "a positive integer" if integer else "a positive number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fail(field, f"must be {what}", value)
+    if not math.isfinite(value) or value <= 0:
+        raise fail(field, f"must be {what}", value)
+    if integer:
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise fail(field, f"must be {what}", value)
+            return int(value)
+        return value
+    return float(value)

@@ -1,0 +1,113 @@
+"""Result objects of one analysis, keyed by source line; JSON is their public form.
+
+The CLI table, the JSON document and (later) the language server all read these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from solar_lsp import __version__
+
+
+@dataclass
+class OpReport:
+    op: str
+    target: str
+    line: int | None
+    einsum: str
+    shapes: list[list[int]]
+    dtype: str
+    macs: int
+    flops: int
+    tensor_flops: int
+    vector_flops: int
+    transcendentals: int
+    bytes: int
+    t_s: float
+    bound: str
+    source: str = "tracer"  # "llm": IR written by the LLM agent and verified (solar_lsp/llm)
+    t_compute_s: float | None = None  # compute term alone: the op's share once fused
+
+    def to_json(self) -> dict:
+        return {"op": self.target, "id": self.op, "einsum": self.einsum, "shapes": self.shapes,
+                "dtype": self.dtype, "macs": self.macs, "flops": self.flops,
+                "tensor_flops": self.tensor_flops, "vector_flops": self.vector_flops,
+                "transcendentals": self.transcendentals, "bytes": self.bytes, "t_s": self.t_s,
+                "bound": self.bound, "source": self.source, "t_compute_s": self.t_compute_s}
+
+
+@dataclass
+class LineReport:
+    line: int | None
+    flops: int = 0
+    bytes: int = 0
+    t_unfused_s: float = 0.0
+    ops: list[OpReport] = field(default_factory=list)
+
+    @property
+    def bound(self) -> str:
+        comp = sum(o.t_s for o in self.ops if o.bound == "compute")
+        mem = sum(o.t_s for o in self.ops if o.bound == "memory")
+        return "compute" if comp > mem else "memory"
+
+    def to_json(self) -> dict:
+        return {"line": self.line, "flops": self.flops, "bytes": self.bytes,
+                "t_unfused_s": self.t_unfused_s, "bound": self.bound,
+                "ops": [o.to_json() for o in self.ops]}
+
+
+@dataclass
+class EntryReport:
+    name: str
+    line: int
+    frontend: str
+    status: str = "ok"
+    error: str | None = None
+    error_line: int | None = None
+    verification: dict = field(default_factory=lambda: {"status": "unverified", "detail": "not run"})
+    totals: dict = field(default_factory=dict)
+    lines: list[LineReport] = field(default_factory=list)
+    unsupported: list[dict] = field(default_factory=list)
+    by_hardware: dict = field(default_factory=dict)
+    inverse: dict | None = None
+    fusion: list = field(default_factory=list)
+    reorder: list = field(default_factory=list)
+    graph: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    inputs: list[dict] = field(default_factory=list)
+    # how the bound was formed where the code does not fix it: loop trip counts, the branch
+    # of a cond that was counted ({"line", "kind", "note"}; the JAX frontend, docs/jax.md)
+    notes: list[dict] = field(default_factory=list)
+    # measured runtime against the bounds (`solar headroom`), when it was run
+    headroom: dict | None = None
+    # the LLM agent's part (docs/llm.md): what it translated, rounds, tokens, cost; or which
+    # entries/ops would need it when it is not enabled
+    llm: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "line": self.line, "status": self.status, "error": self.error,
+                "error_line": self.error_line, "frontend": self.frontend,
+                "inputs": self.inputs, "verification": self.verification, "totals": self.totals,
+                "lines": [ln.to_json() for ln in self.lines], "unsupported": self.unsupported,
+                "by_hardware": self.by_hardware, "inverse": self.inverse, "fusion": self.fusion,
+                "reorder": self.reorder, "graph": self.graph, "timings": self.timings,
+                "notes": self.notes, "headroom": self.headroom, "llm": self.llm}
+
+
+@dataclass
+class FileReport:
+    file: str
+    hardware: list[str]
+    entries: list[EntryReport] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(e.status == "ok" for e in self.entries)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": {"name": "solar-lsp", "version": __version__}, "file": self.file,
+                "hardware": self.hardware, "error": self.error,
+                "entries": [e.to_json() for e in self.entries]}

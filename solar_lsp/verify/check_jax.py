@@ -1,0 +1,488 @@
+"""Verify a JAX entry's IR against jax's own outputs (DESIGN §4), with the torch verifier's
+per-op checks (``verify.check_op``: numba kernels at sampled points, dtype tolerances).
+
+The golden run interprets the jaxpr equation by equation on real CPU arrays (seed-0
+inputs, parameters from the module's real ``init``) with the same :class:`Walker` the
+lowering used, so every tensor of the IR meets jax's value for it by key. Loop bodies are
+recorded at their first iteration (the last for a reversed scan), which is what the body's
+ops are checked against. The golden run iterates each loop itself and keeps the carry
+entering every iteration; a loop's outputs are checked by *replaying* the body's IR for
+every iteration from jax's carry (numba kernels, numpy composition steps) and comparing
+with jax's next carry and stacked output. ``cond`` follows the branch the lowering
+counted, whatever the predicate says.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from solar_lsp.frontend.jax.lower import JaxLowered, LoopInfo
+from solar_lsp.frontend.jax.trace import JaxTraced, Key, Lit, Walker, WhileInfo
+from solar_lsp.ir import execute
+from solar_lsp.ir.core import Op, Program
+from solar_lsp.verify.check_torch import (
+    DEFAULT_BUDGET,
+    SAMPLES,
+    OpCheck,
+    Verification,
+    _compare_full,
+    _np,
+    _red_len,
+    _tol_dtype,
+    _worst,
+    check_op,
+    over_budget,
+)
+
+REPLAY_POINTS = 5e7  # loop points a replay may execute (all iterations together)
+REPLAY_STEPS = 50_000  # op executions a replay may take
+
+
+class GoldenRunner(Walker):
+    """Evaluates each equation with ``primitive.bind`` and records its outputs by key."""
+
+    def __init__(self, traced: JaxTraced, choices: dict[Key, int]):
+        super().__init__(traced)
+        self.choices = choices
+        self.values: dict[Key, Any] = {}
+        self.carries: dict[Key, list[list[np.ndarray]]] = {}  # loop -> carry entering each iteration
+        self.trips_ok: dict[Key, bool] = {}  # static while -> its condition gave that trip count
+        self.record = True
+
+    def _val(self, h: Any) -> Any:
+        import jax.numpy as jnp
+        if isinstance(h, Lit):
+            return jnp.asarray(np.asarray(h.value, dtype=h.dtype))
+        return h
+
+    def run(self, args: Any) -> list[Any]:
+        for i, a in enumerate(args):
+            self._keep(("in", i), a)
+        return super().run(args)
+
+    def _keep(self, key: Key, v: Any) -> None:
+        if self.record:
+            self.values[key] = v
+
+    def const(self, value: Any, key: Key) -> Any:
+        self._keep(key, value)
+        return value
+
+    def _bind(self, eqn: Any, ins: list[Any]) -> list[Any]:
+        vals = [self._val(h) for h in ins]
+        got = eqn.primitive.get_bind_params(eqn.params)
+        subfuns, params = got if isinstance(got, tuple) else ([], got)  # jax < 0.7: (subfuns, params)
+        ctx = getattr(getattr(eqn, "ctx", None), "manager", None)
+        if ctx is not None:
+            with ctx:
+                out = eqn.primitive.bind(*subfuns, *vals, **params)
+        else:
+            out = eqn.primitive.bind(*subfuns, *vals, **params)
+        return list(out) if eqn.primitive.multiple_results else [out]
+
+    def leaf(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int) -> list[Any]:
+        outs = self._bind(eqn, ins)
+        for j, v in enumerate(outs):
+            self._keep((key, j), v)
+        return outs
+
+    def scan(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int) -> list[Any]:
+        p = eqn.params
+        T, nc, ncar, rev = int(p["length"]), p["num_consts"], p["num_carry"], bool(p["reverse"])
+        consts, init, xs = ins[:nc], ins[nc:nc + ncar], ins[nc + ncar:]
+        body = p["jaxpr"]
+        if T and self.record:  # the body's values at its first iteration, by key
+            at = T - 1 if rev else 0
+            xts = [self._val(x)[at] for x in xs]
+            for j, x in enumerate(xts):
+                self._keep(key + ("x", j), x)
+            cins = [self._val(v) for v in init]
+            for j, v in enumerate(cins):
+                self._keep(key + ("cin", j), v)
+            self.closed_block(body, list(consts) + cins + xts, key + ("body",), line, repeat)
+        manual = _has_cond(body.jaxpr) or (self.record and T * _eqn_count(body.jaxpr) <= MANUAL_EVALS)
+        if manual:
+            outs, carries = self._iterate_scan(eqn, consts, init, xs, key, line, repeat)
+            if self.record:
+                self.carries[key] = carries
+        else:
+            outs = self._bind(eqn, ins)
+        for j, v in enumerate(outs):
+            self._keep((key, j), v)
+        return outs
+
+    def _iterate_scan(self, eqn, consts, init, xs, key, line, repeat) -> tuple[list[Any], list]:
+        """Run the scan one body evaluation at a time (equation by equation): inner conds
+        follow the counted branch, and the carry entering every iteration is kept."""
+        import jax.numpy as jnp
+        p = eqn.params
+        T, ncar, rev = int(p["length"]), p["num_carry"], bool(p["reverse"])
+        carry = [self._val(v) for v in init]
+        carries = [[np.asarray(c) for c in carry]]
+        ys: list[list[Any]] = []
+        saved, self.record = self.record, False
+        try:
+            for t in (reversed(range(T)) if rev else range(T)):
+                outs = self.closed_block(p["jaxpr"], list(consts) + carry + [self._val(x)[t] for x in xs],
+                                         key + ("body",), line, repeat)
+                carry = [self._val(v) for v in outs[:ncar]]
+                carries.append([np.asarray(c) for c in carry])
+                ys.append([self._val(v) for v in outs[ncar:]])
+        finally:
+            self.record = saved
+        if rev:
+            ys.reverse()
+        avals = [v.aval for v in eqn.outvars[ncar:]]
+        stacked = [jnp.stack([y[j] for y in ys]) if ys else jnp.zeros(a.shape, a.dtype)
+                   for j, a in enumerate(avals)]
+        return carry + stacked, carries
+
+    def while_(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int,
+               info: WhileInfo) -> list[Any]:
+        p = eqn.params
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+        cconsts, bconsts, init = list(ins[:cn]), list(ins[cn:cn + bn]), ins[cn + bn:]
+        if info.trips is not None and self.record:
+            cins = [self._val(v) for v in init]
+            for j, v in enumerate(cins):
+                self._keep(key + ("cin", j), v)
+            if info.trips:
+                self.closed_block(p["cond_jaxpr"], cconsts + cins, key + ("cond",), line, repeat)
+            self.closed_block(p["body_jaxpr"], bconsts + cins, key + ("body",), line, repeat)
+        evals = info.trips * (_eqn_count(p["body_jaxpr"].jaxpr) + 1) if info.trips is not None else 0
+        if info.source == "static" and self.record and evals <= MANUAL_EVALS:
+            carry = [self._val(v) for v in init]
+            carries = [[np.asarray(c) for c in carry]]
+            ok = True
+            saved, self.record = self.record, False
+            try:
+                for _ in range(info.trips):
+                    ok &= bool(np.asarray(self.closed_block(p["cond_jaxpr"], cconsts + carry, key + ("cond",),
+                                                            line, repeat)[0]))
+                    carry = [self._val(v) for v in self.closed_block(p["body_jaxpr"], bconsts + carry,
+                                                                     key + ("body",), line, repeat)]
+                    carries.append([np.asarray(c) for c in carry])
+                ok &= not bool(np.asarray(self.closed_block(p["cond_jaxpr"], cconsts + carry, key + ("cond",),
+                                                            line, repeat)[0]))
+            finally:
+                self.record = saved
+            self.carries[key] = carries
+            self.trips_ok[key] = ok
+            outs = carry
+        else:
+            outs = self._bind(eqn, ins)
+        for j, v in enumerate(outs):
+            self._keep((key, j), v)
+        return outs
+
+    def cond(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int) -> list[Any]:
+        b = self.choices.get(key, 0)
+        return self.closed_block(eqn.params["branches"][b], list(ins[1:]), key + ("br", b), line, repeat)
+
+
+MANUAL_EVALS = 200_000  # equation evaluations a loop may take to record every iteration
+
+
+def _eqn_count(jaxpr: Any) -> int:
+    return len(jaxpr.eqns)
+
+
+def _has_cond(jaxpr: Any) -> bool:
+    from solar_lsp.frontend.jax.trace import sub_jaxpr
+    for e in jaxpr.eqns:
+        if e.primitive.name == "cond":
+            return True
+        subs = [sub_jaxpr(e)] if sub_jaxpr(e) else []
+        for name in ("body_jaxpr", "cond_jaxpr"):
+            if name in e.params:
+                subs.append((e.params[name].jaxpr, []))
+        if any(_has_cond(j) for j, _ in subs if j is not None):
+            return True
+    return False
+
+
+def enable_compile_cache() -> None:
+    """Eager evaluation compiles one tiny XLA program per distinct equation (~40 ms each on
+    this machine); jax's persistent cache makes a later run load them (~8 ms). Kept under
+    ``$SOLAR_CACHE_DIR/jax`` (default ``~/.cache/solar-lsp/jax``) unless the user set a dir."""
+    import os
+
+    import jax
+    if jax.config.jax_compilation_cache_dir:
+        return
+    root = os.environ.get("SOLAR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "solar-lsp")
+    try:
+        os.makedirs(os.path.join(root, "jax"), exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", os.path.join(root, "jax"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        from jax._src import compilation_cache
+        compilation_cache.reset_cache()  # pick the directory up even after earlier compiles
+    except Exception:  # a cache is an optimisation only
+        pass
+
+
+@dataclass
+class Golden:
+    values: dict[str, np.ndarray]  # tensor -> jax's value (float64)
+    carries: dict[Key, list[list[np.ndarray]]]  # loop -> the carry entering each iteration
+    trips_ok: dict[Key, bool]  # static while -> its condition gave that many trips
+
+
+def golden_run(traced: JaxTraced, lowered: JaxLowered, seed: int = 0) -> Golden:
+    """jax's value for every tensor of the IR (helper tensors included), and the carries of
+    every loop iteration."""
+    enable_compile_cache()
+    if traced.real_args is None:
+        raise ValueError("the entry has no way to build real arguments")
+    args = traced.real_args(seed)
+    runner = GoldenRunner(traced, lowered.choices)
+    runner.run(args)
+    golden: dict[str, np.ndarray] = {}
+    for t, key in lowered.tensor_key.items():
+        v = runner.values.get(key)
+        if v is None:
+            continue
+        a = np.asarray(v)
+        if a.dtype.kind in "biuf" or "float" in a.dtype.name:  # not PRNG keys
+            golden[t] = np.asarray(a, dtype=np.float64, order="C")  # converted once
+    _derive(lowered.program, lowered, golden)
+    return Golden(golden, runner.carries, runner.trips_ok)
+
+
+def _derive(p: Program, lowered: JaxLowered, golden: dict[str, np.ndarray]) -> None:
+    """Values of helper tensors no jaxpr variable names (a squeezed index, index arithmetic):
+    computed from their inputs, in program order."""
+    by_id = {op.id: op for op in p.ops}
+    for op_id in dict.fromkeys(lowered.derived.values()):
+        op = by_id.get(op_id)
+        if op is None or any(t not in golden for t in op.inputs):
+            continue
+        arrays = {t: _np(golden[t]) for t in op.inputs}
+        _run_op(p, op, arrays)
+        for t in op.outputs:
+            if t in arrays:
+                golden[t] = arrays[t]
+
+
+def _run_op(p: Program, op: Op, arrays: dict[str, np.ndarray]) -> None:
+    """Execute one op on float64 arrays (kernels in full, composition steps with numpy)."""
+    if op.kind == "compute":
+        for k in op.kernels:
+            if k.out.tensor not in arrays:
+                arrays[k.out.tensor] = np.zeros(p.tensors[k.out.tensor].shape, dtype=np.float64)
+            execute.run_kernel(k, arrays)
+        return
+    if op.kind == "alloc" or op.call is None:
+        for t in op.outputs:
+            arrays.setdefault(t, np.zeros(p.tensors[t].shape, dtype=np.float64))
+        return
+    res = execute._apply_call(op.call, [arrays[t] for t in op.inputs])
+    res = res if isinstance(res, tuple) else (res,)
+    for t, r in zip(op.outputs, res):
+        arrays[t] = np.array(np.reshape(r, p.tensors[t].shape), dtype=np.float64)
+
+
+# ------------------------------------------------------------------ loop replay
+
+def _points(loop: LoopInfo, by_id: dict[str, Op]) -> tuple[float, int]:
+    pts, steps = 0.0, 0
+    for item in loop.body:
+        if isinstance(item, LoopInfo):
+            a, b = _points(item, by_id)
+            pts, steps = pts + a, steps + b
+        else:
+            pts += sum(k.points for k in by_id[item].kernels)
+            steps += 1
+    return pts * loop.trips, steps * loop.trips
+
+
+class _Replay:
+    """Runs a loop body's IR (numba kernels, numpy composition steps)."""
+
+    def __init__(self, p: Program, golden: dict[str, np.ndarray]):
+        self.p = p
+        self.golden = golden
+        self.by_id = {op.id: op for op in p.ops}
+
+    def body(self, loop: LoopInfo, arrays: dict[str, np.ndarray]) -> None:
+        """One iteration: the loop's slices and carries must already be in ``arrays``."""
+        skip = {i for item in loop.body if isinstance(item, LoopInfo) for i in item.exit_ops}
+        for item in loop.body:
+            if isinstance(item, LoopInfo):
+                arrays.update(self.run(item, arrays))
+            elif item not in skip:
+                op = self.by_id[item]
+                for i in op.inputs:
+                    self.get(i, arrays)
+                _run_op(self.p, op, arrays)
+
+    def run(self, loop: LoopInfo, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every iteration from the loop's inputs (a nested loop inside a replayed body)."""
+        T = loop.trips
+        carry = [self.value(h, arrays) for h in loop.carry_in]
+        xs = {x: self.get(x, arrays) for x, _ in loop.xs}
+        stacks = [np.zeros(self.p.tensors[ys].shape) for _, ys in loop.ys]
+        for t in (range(T - 1, -1, -1) if loop.reverse else range(T)):
+            for x, xt in loop.xs:
+                arrays[xt] = np.array(xs[x][t], dtype=np.float64)
+            for name, v in zip(loop.carry_in, carry):
+                arrays[name] = v
+            self.body(loop, arrays)
+            carry = [self.value(h, arrays) for h in loop.carry_out]
+            for j, (yt, _) in enumerate(loop.ys):
+                stacks[j][t] = self.value(yt, arrays)
+        out = {name: v for name, v in zip(loop.finals, carry) if name is not None}
+        out.update({ys: s for (_, ys), s in zip(loop.ys, stacks)})
+        return out
+
+    def get(self, name: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        if name not in arrays:
+            arrays[name] = _np(self.golden[name])
+        return arrays[name]
+
+    def value(self, h: Any, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        if isinstance(h, Lit):
+            return np.asarray(float(h.value))
+        return np.array(self.get(h, arrays), dtype=np.float64)
+
+
+def check_loops(p: Program, lowered: JaxLowered, golden: Golden, rng: np.random.Generator,
+                samples: int) -> dict[str, OpCheck]:
+    """One check per loop exit op. Every iteration of the body's IR is run from the carry
+    jax had entering that iteration, and its results are compared with jax's carry after
+    it and with jax's stacked output at that step (so rounding never accumulates, however
+    sensitive the recurrence)."""
+    by_id = {op.id: op for op in p.ops}
+    by_out = {op.outputs[0]: op for op in p.ops if op.outputs}
+    replay = _Replay(p, golden.values)
+    checks: dict[str, OpCheck] = {}
+    for loop in lowered.loops:
+        exits = [by_id[i] for i in loop.exit_ops if by_id[i].kind == "view"]
+        if not exits:
+            continue
+        carries = golden.carries.get(loop.key)
+        pts, steps = _points(loop, by_id)
+        why = ""
+        if loop.source == "pragma":
+            why = "the trip count comes from a `# solar: trips` pragma, not from the data"
+        elif carries is None:
+            why = f"recording {loop.trips} iterations is over {MANUAL_EVALS} equation evaluations"
+        elif pts > REPLAY_POINTS or steps > REPLAY_STEPS:
+            why = f"replaying {loop.trips} iterations ({pts:.2g} loop points) is over the limit"
+        if why:
+            for op in exits:
+                checks[op.id] = OpCheck(op.id, op.line, "unverified", f"loop output not replayed: {why}")
+            continue
+        if not golden.trips_ok.get(loop.key, True):
+            for op in exits:
+                checks[op.id] = OpCheck(op.id, op.line, "mismatch",
+                                        f"the loop condition does not stop after {loop.trips} trips")
+            continue
+        red = max([_red_len(k) for i in _body_ops(loop) for k in by_id[i].kernels] + [1])
+        worst: dict[str, dict | None] = {op.id: None for op in exits}
+        try:
+            arrays: dict[str, np.ndarray] = {}
+            order = range(loop.trips - 1, -1, -1) if loop.reverse else range(loop.trips)
+            for i, t in enumerate(order):
+                for x, xt in loop.xs:
+                    arrays[xt] = np.array(replay.get(x, arrays)[t], dtype=np.float64)
+                for name, v in zip(loop.carry_in, carries[i]):
+                    arrays[name] = np.array(v, dtype=np.float64)
+                replay.body(loop, arrays)
+                for j, h in enumerate(loop.carry_out):
+                    op = by_out.get(loop.finals[j]) if loop.finals[j] else None
+                    if op is not None and op.id in worst:
+                        got = replay.value(h, arrays)
+                        ref = np.asarray(carries[i + 1][j], dtype=np.float64).reshape(got.shape)
+                        worst[op.id] = _worst(worst[op.id], _step(op, t, got, ref, p, rng, samples, red))
+                for yt, ys in loop.ys:
+                    op = by_out[ys]
+                    if op.id in worst:
+                        got = replay.value(yt, arrays)
+                        ref = _np(golden.values[ys])[t].reshape(got.shape)
+                        worst[op.id] = _worst(worst[op.id], _step(op, t, got, ref, p, rng, samples, red))
+        except Exception as exc:
+            for op in exits:
+                checks[op.id] = OpCheck(op.id, op.line, "unverified",
+                                        f"replaying the loop failed: {type(exc).__name__}: {exc}")
+            continue
+        for op in exits:
+            w = worst[op.id]
+            if w is not None and w["bad"]:
+                w = dict(w)
+                w.pop("bad")
+                checks[op.id] = OpCheck(op.id, op.line, "mismatch",
+                                        f"{w['tensor']}{w['index']}: expected {w['expected']:.6g}, "
+                                        f"got {w['got']:.6g}", w)
+            else:
+                checks[op.id] = OpCheck(op.id, op.line, "verified",
+                                        f"all {loop.trips} iterations replayed from jax's carries")
+    return checks
+
+
+def _body_ops(loop: LoopInfo) -> list[str]:
+    out: list[str] = []
+    for item in loop.body:
+        out.extend(_body_ops(item) if isinstance(item, LoopInfo) else [item])
+    return out
+
+
+def _step(op: Op, t: int, got: np.ndarray, ref: np.ndarray, p: Program, rng: np.random.Generator,
+          samples: int, red: int) -> dict:
+    with np.errstate(invalid="ignore"):
+        return _compare_full(f"{op.outputs[0]} at step {t} ", np.atleast_1d(got), np.atleast_1d(ref),
+                             _tol_dtype(p, op), rng, samples, reduction=red)
+
+
+# ------------------------------------------------------------------ entry point
+
+def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_BUDGET,
+           samples: int = SAMPLES, seed: int = 0) -> Verification:
+    t0 = time.perf_counter()
+    p = lowered.program
+    refused = over_budget(p, budget_bytes, t0)
+    if refused is not None:
+        return refused
+    try:
+        golden = golden_run(traced, lowered, seed)
+    except Exception as exc:  # user code raising on real arrays
+        from solar_lsp.frontend.torch.trace import _user_line
+        line = _user_line(exc, traced.path)
+        where = f" (line {line})" if line else ""
+        return Verification("unverified", f"golden run failed{where}: {type(exc).__name__}: {exc}",
+                            seconds=time.perf_counter() - t0)
+    rng = np.random.default_rng(seed)
+    loop_checks = check_loops(p, lowered, golden, rng, samples)
+    derived_ops = set(lowered.derived.values())
+    checks: list[OpCheck] = []
+    for op in p.ops:
+        if op.id in loop_checks:
+            checks.append(loop_checks[op.id])
+        elif op.id in derived_ops and all(t in lowered.derived for t in op.outputs):
+            checks.append(OpCheck(op.id, op.line, "verified",
+                                  "helper (an index or a view made for the next op); checked "
+                                  "through the op that uses it"))
+        else:
+            with np.errstate(invalid="ignore"):  # inf - inf where a mask wrote -inf
+                checks.append(check_op(p, op, golden.values, rng, samples))
+    return _summary(checks, lowered, time.perf_counter() - t0)
+
+
+def _summary(checks: list[OpCheck], lowered: JaxLowered, seconds: float) -> Verification:
+    status = "verified"
+    detail = f"{sum(c.status == 'verified' for c in checks)} ops checked against jax"
+    for bad_status in ("mismatch", "unverified"):
+        bad = next((c for c in checks if c.status == bad_status), None)
+        if bad is not None:
+            status = bad_status
+            detail = f"{bad.op} (line {bad.line}): {bad.detail}"
+            break
+    if lowered.unsupported and status == "verified":
+        status = "unverified"
+        detail = f"{len(lowered.unsupported)} equation(s) have no lowering; the rest verified"
+    return Verification(status, detail, checks, seconds)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from solar_lsp.frontend.errors import EntryError
 from solar_lsp.frontend.torch.lower import dtype_name
-from solar_lsp.frontend.torch.trace import EntryError, build
+from solar_lsp.frontend.torch.trace import build
 from solar_lsp.ir import execute
 from solar_lsp.ir.core import Op, Program, TensorType
 from solar_lsp.ir.text import IRSyntaxError, parse_program

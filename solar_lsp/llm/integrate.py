@@ -29,7 +29,7 @@ from solar_lsp.source.discover import Entry
 from solar_lsp.source.usercode import sources_digest
 
 if TYPE_CHECKING:
-    from solar_lsp.frontend.torch.lower import Lowered
+    from solar_lsp.frontend.errors import Lowered
     from solar_lsp.frontend.torch.trace import Traced
     from solar_lsp.hardware.chips import Chip
     from solar_lsp.pipeline.analyze import Config

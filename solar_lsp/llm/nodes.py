@@ -12,7 +12,7 @@ import inspect
 import operator
 from typing import Any
 
-from solar_lsp.frontend.torch.lower import Lowered
+from solar_lsp.frontend.errors import Lowered
 from solar_lsp.frontend.torch.trace import Traced
 from solar_lsp.ir.text import DTYPE_SHORT
 from solar_lsp.llm.prompt import NodeTask

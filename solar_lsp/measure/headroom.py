@@ -324,7 +324,8 @@ def headroom_entry(module, entry_obj, entry: dict, path: str, device: str, chip,
                    program=None) -> Headroom:
     import torch
 
-    from solar_lsp.frontend.torch.trace import EntryError, _user_line, build
+    from solar_lsp.frontend.errors import EntryError, user_line
+    from solar_lsp.frontend.torch.trace import build
     check_fits(program, device, chip)
     try:
         model, inputs = build(module, entry_obj, path, device=device)
@@ -345,7 +346,7 @@ def headroom_entry(module, entry_obj, entry: dict, path: str, device: str, chip,
         op_s, wall_s = profile_ops(call, device)
     except Exception as exc:  # user code raised while running for real
         raise HeadroomError(f"running the entry failed: {type(exc).__name__}: {exc}",
-                            _user_line(exc, os.path.realpath(path))) from exc
+                            user_line(exc, os.path.realpath(path))) from exc
     compiled = None
     if compile_:
         try:
@@ -460,7 +461,8 @@ def headroom_file(path: str, device: str = "cpu", hw: str | None = None, entry: 
 
 
 def _measure_entries(report: FileReport, path: str, device: str, chip, cfg: Config, compile_: bool) -> None:
-    from solar_lsp.frontend.torch.trace import EntryError, load_module
+    from solar_lsp.frontend.errors import EntryError
+    from solar_lsp.frontend.torch.trace import load_module
     try:
         module = load_module(path)
     except EntryError as exc:

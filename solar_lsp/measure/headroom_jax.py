@@ -84,8 +84,8 @@ def headroom_jax_entry(module, entry_obj, entry: dict, path: str, device: str, c
                        program=None) -> H.Headroom:
     import jax
 
+    from solar_lsp.frontend.errors import EntryError, user_line
     from solar_lsp.frontend.jax.trace import trace
-    from solar_lsp.frontend.torch.trace import EntryError, _user_line
     H.check_fits(program, device, chip, H.available_bytes("cpu") if device == "cpu" else _gpu_free())
     dev = _device(device)
     try:
@@ -105,7 +105,7 @@ def headroom_jax_entry(module, entry_obj, entry: dict, path: str, device: str, c
         per_line, ops = _eager_lines(traced.closed, args, path)
     except Exception as exc:
         raise H.HeadroomError(f"running the entry failed: {type(exc).__name__}: {exc}",
-                              _user_line(exc, os.path.realpath(path))) from exc
+                              user_line(exc, os.path.realpath(path))) from exc
     # jit fuses across lines, so a line has no time of its own in the jitted run: the per-line
     # times are the eager op-by-op ones, not shares of the jitted total
     return H.finish(entry, device, chip, measured, None, runs, per_line, ops, scale_lines=False)

@@ -70,7 +70,8 @@ def analyze_file(path: str, config: Config | None = None, chips: list[Chip] | No
     module = None
     import_error = None
     t1 = time.perf_counter()
-    from solar_lsp.frontend.torch.trace import EntryError, load_module, warm_up
+    from solar_lsp.frontend.errors import EntryError
+    from solar_lsp.frontend.torch.trace import load_module, warm_up
     if any(e.frontend == "torch" for e in entries):  # torch.export's machinery: torch entries only
         warm_up()
     try:
@@ -106,8 +107,9 @@ def _fail(er: EntryReport, exc: Exception) -> None:
 
 
 def analyze_entry(er: EntryReport, module, entry: Entry, path: str, chips: list[Chip], config: Config) -> None:
+    from solar_lsp.frontend.errors import EntryError
     from solar_lsp.frontend.torch.lower import lower
-    from solar_lsp.frontend.torch.trace import EntryError, trace
+    from solar_lsp.frontend.torch.trace import trace
     t = time.perf_counter()
     try:
         traced = trace(module, entry, path)

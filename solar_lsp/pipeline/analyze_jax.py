@@ -28,9 +28,9 @@ def analyze_jax_entry(er: EntryReport, module: types.ModuleType, entry: Entry, p
                       chips: list[Any], config: Any) -> None:
     from solar_lsp.bounds.einsum_graph import build_graph
     from solar_lsp.bounds.sol import op_costs
+    from solar_lsp.frontend.errors import EntryError
     from solar_lsp.frontend.jax.lower import lower, unfused_seconds
     from solar_lsp.frontend.jax.trace import trace
-    from solar_lsp.frontend.torch.trace import EntryError
     from solar_lsp.pipeline.analyze import _fail, fill_sol
     t = time.perf_counter()
     try:

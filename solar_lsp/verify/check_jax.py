@@ -451,8 +451,8 @@ def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_B
     try:
         golden = golden_run(traced, lowered, seed)
     except Exception as exc:  # user code raising on real arrays
-        from solar_lsp.frontend.torch.trace import _user_line
-        line = _user_line(exc, traced.path)
+        from solar_lsp.frontend.errors import user_line
+        line = user_line(exc, traced.path)
         where = f" (line {line})" if line else ""
         return Verification("unverified", f"golden run failed{where}: {type(exc).__name__}: {exc}",
                             seconds=time.perf_counter() - t0)

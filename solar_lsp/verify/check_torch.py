@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from solar_lsp.frontend.torch.lower import Lowered
-from solar_lsp.frontend.torch.trace import EntryError, Traced, build
+from solar_lsp.frontend.errors import EntryError, Lowered
+from solar_lsp.frontend.torch.trace import Traced, build
 from solar_lsp.ir import calls_index, execute
 from solar_lsp.ir.core import Kernel, Load, Op, Program
 from solar_lsp.ir.validate import recurrence_var

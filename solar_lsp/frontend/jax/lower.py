@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solar_lsp.frontend import builders as B
+from solar_lsp.frontend.errors import Lowered, Unsupported, UnsupportedOp
 from solar_lsp.frontend.jax.trace import JaxTraced, Key, Lit, Walker, WhileInfo, dtype_name
-from solar_lsp.frontend.torch.lower import Lowered, Unsupported, UnsupportedOp
 from solar_lsp.ir.core import Const, Kernel, Load, Op, Program, TensorType
 from solar_lsp.ir.validate import IRValidationError, validate_kernel
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from solar_lsp.frontend.torch.trace import EntryError, _user_line
+from solar_lsp.frontend.errors import EntryError, user_line
 from solar_lsp.source.discover import Entry, TensorSpec
 
 # Call-like primitives whose body is inlined (their cost is their body's cost).
@@ -176,7 +176,7 @@ def build(module: types.ModuleType, entry: Entry, path: str) -> _Built:
         raise
     except Exception as exc:
         raise EntryError("build", f"building the entry failed: {type(exc).__name__}: {exc}",
-                         _user_line(exc, path)) from exc
+                         user_line(exc, path)) from exc
 
 
 def _build_linen(cls, init_args, init_kwargs, structs, real_inputs, call, names, specs) -> _Built:
@@ -256,7 +256,7 @@ def trace(module: types.ModuleType, entry: Entry, path: str) -> JaxTraced:
             hint = (" (Python control flow depends on array values; use lax.cond / lax.while_loop, "
                     "or make it static)")
         raise EntryError("trace", f"jax.make_jaxpr could not trace {entry.name}: "
-                         f"{type(exc).__name__}: {msg}{hint}", _user_line(exc, path)) from exc
+                         f"{type(exc).__name__}: {msg}{hint}", user_line(exc, path)) from exc
     return JaxTraced(entry=entry, path=path, closed=closed, n_params=built.n_params,
                      param_names=built.param_names, input_names=built.input_names,
                      input_specs=built.specs, trips=trip_pragmas(path), real_args=built.real)

@@ -11,12 +11,12 @@ import dataclasses
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from solar_lsp.frontend import builders as B
+from solar_lsp.frontend.errors import Lowered, Unsupported, UnsupportedOp
 from solar_lsp.frontend.torch import norm_kernels as NK
 from solar_lsp.frontend.torch.trace import Traced
 from solar_lsp.ir.core import (
@@ -35,24 +35,6 @@ from solar_lsp.ir.core import (
 from solar_lsp.ir.validate import IRValidationError, validate_kernel
 
 Shape = tuple[int, ...]
-
-
-class Unsupported(Exception):
-    """The op (or this use of it) has no lowering; the message says why."""
-
-
-@dataclass
-class UnsupportedOp:
-    op: str
-    line: int | None
-    reason: str
-
-
-@dataclass
-class Lowered:
-    program: Program
-    unsupported: list[UnsupportedOp] = field(default_factory=list)
-    node_of_tensor: dict[str, str] = field(default_factory=dict)  # tensor -> fx node name
 
 
 def dtype_name(dt: torch.dtype) -> str:

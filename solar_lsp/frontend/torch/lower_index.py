@@ -15,7 +15,8 @@ from typing import Any
 import torch
 
 from solar_lsp.frontend import builders as B
-from solar_lsp.frontend.torch.lower import Ctx, Unsupported, lowers
+from solar_lsp.frontend.errors import Unsupported
+from solar_lsp.frontend.torch.lower import Ctx, lowers
 
 _DATA_DEPENDENT = {
     "aten.nonzero.default": "nonzero: the number of nonzero elements decides the output shape",

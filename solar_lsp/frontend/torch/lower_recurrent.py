@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from solar_lsp.frontend import builders as B
-from solar_lsp.frontend.torch.lower import Ctx, Unsupported, lowers
+from solar_lsp.frontend.errors import Unsupported
+from solar_lsp.frontend.torch.lower import Ctx, lowers
 from solar_lsp.ir.core import Affine, Expr, Kernel, Load, call
 
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}

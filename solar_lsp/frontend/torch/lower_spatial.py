@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from solar_lsp.frontend import builders as B
+from solar_lsp.frontend.errors import Unsupported
 from solar_lsp.frontend.torch import resample as R
-from solar_lsp.frontend.torch.lower import Ctx, Unsupported, _matmul_into, lowers
+from solar_lsp.frontend.torch.lower import Ctx, _matmul_into, lowers
 from solar_lsp.ir.core import Affine, Const, Expr, Guard, Index, Kernel, Load, call
 
 Shape = tuple[int, ...]

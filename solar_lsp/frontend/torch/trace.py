@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from solar_lsp.frontend.errors import EntryError, user_line
 from solar_lsp.source.discover import Entry, TensorSpec
 
 # Ops whose IR is known in closed form stay whole (DESIGN §2: decompose selectively).
@@ -36,15 +37,6 @@ KEEP_WHOLE = (
     # recurrent layers: lowered unrolled over time in lower_recurrent (DESIGN §2)
     "lstm", "gru", "rnn_tanh", "rnn_relu",
 )
-
-
-class EntryError(Exception):
-    """A user-facing failure of one entry: the message says what happened and what to do."""
-
-    def __init__(self, stage: str, message: str, line: int | None = None):
-        super().__init__(message)
-        self.stage = stage
-        self.line = line
 
 
 @dataclass
@@ -86,7 +78,7 @@ def load_module(path: str) -> types.ModuleType:
     except Exception as exc:  # user code: any failure becomes a message
         sys.modules.pop(name, None)
         raise EntryError("import", f"importing the file failed: {type(exc).__name__}: {exc}",
-                         _user_line(exc, path)) from exc
+                         user_line(exc, path)) from exc
     _anchor_user_frames(module, path)
     return module
 
@@ -121,18 +113,6 @@ def _anchor_user_frames(module: types.ModuleType, path: str) -> None:
 
     for v in list(vars(module).values()):
         visit_obj(v)
-
-
-def _user_line(exc: BaseException, path: str) -> int | None:
-    tb = exc.__traceback__
-    line = None
-    while tb is not None:
-        if os.path.realpath(tb.tb_frame.f_code.co_filename) == path:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    if line is None and isinstance(exc, SyntaxError):
-        line = exc.lineno
-    return line
 
 
 def _spec_tensor(spec: TensorSpec, device: str) -> Any:
@@ -179,7 +159,7 @@ def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta
                 inputs = [_spec_tensor(s, device) for s in entry.inputs or ()]
     except Exception as exc:
         raise EntryError("build", f"building the entry failed: {type(exc).__name__}: {exc}",
-                         _user_line(exc, path)) from exc
+                         user_line(exc, path)) from exc
     if not isinstance(model, torch.nn.Module):
         raise EntryError("build", f"{entry.name} did not produce a torch.nn.Module")
     model.eval()
@@ -234,7 +214,7 @@ def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:
             hint = (" (control flow depends on tensor values; make it static, or opt in to the "
                     "LLM frontend)")
         raise EntryError("trace", f"torch.export could not trace {entry.name}: {kind}: {msg}{hint}",
-                         _user_line(exc, path)) from exc
+                         user_line(exc, path)) from exc
     traced = Traced(entry=entry, path=path, exported=ep)
     sig = ep.graph_signature
     for spec in sig.input_specs:

@@ -1,0 +1,56 @@
+"""What every frontend reports when an entry or an op cannot be handled.
+
+Shared by the torch and JAX frontends (and everything above them), so that neither imports the
+other and a JAX-only analysis never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from solar_lsp.ir.core import Program
+
+
+class EntryError(Exception):
+    """A user-facing failure of one entry: the message says what happened and what to do."""
+
+    def __init__(self, stage: str, message: str, line: int | None = None):
+        super().__init__(message)
+        self.stage = stage
+        self.line = line
+
+
+class Unsupported(Exception):
+    """The op (or this use of it) has no lowering; the message says why."""
+
+
+@dataclass
+class UnsupportedOp:
+    """One framework op left out of the IR, with its source line and the reason."""
+
+    op: str
+    line: int | None
+    reason: str
+
+
+@dataclass
+class Lowered:
+    """A frontend's result: the IR program and what it could not lower."""
+
+    program: Program
+    unsupported: list[UnsupportedOp] = field(default_factory=list)
+    node_of_tensor: dict[str, str] = field(default_factory=dict)  # tensor -> framework node name
+
+
+def user_line(exc: BaseException, path: str) -> int | None:
+    """The innermost line of ``path`` in the exception's traceback (the user's own line)."""
+    tb = exc.__traceback__
+    line = None
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if line is None and isinstance(exc, SyntaxError):
+        line = exc.lineno
+    return line

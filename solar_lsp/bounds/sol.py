@@ -7,11 +7,12 @@ perfectly, which keeps every time a lower bound.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import networkx as nx
 
-from solar_lsp.bounds.einsum_graph import Counts, call_counts, tensor_bytes
+from solar_lsp.bounds.einsum_graph import Counts, build_graph, call_counts, tensor_bytes
 from solar_lsp.hardware.chips import Chip, canonical_dtype
 from solar_lsp.ir import calls_index
 from solar_lsp.ir.core import Kernel, Op, Program
@@ -256,3 +257,11 @@ def inverse(work: UnitWork, flops: int, nbytes: int, target_s: float, chips: lis
             "bandwidth": nbytes / chip.dram_bytes_per_s / target_s,
         }
     return out
+
+
+def unfused_seconds(p: Program, ops: list[Op], chip: Chip, policy: Policy | None = None) -> float:
+    """Unfused SOL seconds of a subset ``ops`` of ``p`` on ``chip`` (scores a JAX cond branch)."""
+    sub = copy.copy(p)
+    sub.ops = list(ops)
+    costs = op_costs(sub, build_graph(sub), policy or Policy(tf32_matmul=True, tf32_conv=True))
+    return sum(c.time(chip)[0] for c in costs)

@@ -171,3 +171,7 @@ def softmax(prefix: str, x: str, xs: Shape, dim: int, out: str, tmp: Callable[[S
     return kernels
 
 
+#: IR cast function for each dtype name (torch and jax spell these the same way).
+CAST = {"float64": "cast_f64", "float32": "cast_f32", "float16": "cast_f16", "bfloat16": "cast_bf16",
+        "float8_e4m3fn": "cast_f8", "float8_e5m2": "cast_f8", "int64": "cast_i64", "int32": "cast_i32",
+        "int16": "cast_i32", "int8": "cast_i8", "uint8": "cast_u8", "bool": "cast_bool"}

@@ -27,9 +27,9 @@ def jax_policy(policy: Policy) -> Policy:
 def analyze_jax_entry(er: EntryReport, module: types.ModuleType, entry: Entry, path: str,
                       chips: list[Any], config: Any) -> None:
     from solar_lsp.bounds.einsum_graph import build_graph
-    from solar_lsp.bounds.sol import op_costs
+    from solar_lsp.bounds.sol import op_costs, unfused_seconds
     from solar_lsp.frontend.errors import EntryError
-    from solar_lsp.frontend.jax.lower import lower, unfused_seconds
+    from solar_lsp.frontend.jax.lower import lower
     from solar_lsp.frontend.jax.trace import trace
     from solar_lsp.pipeline.analyze import _fail, fill_sol
     t = time.perf_counter()

@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable
 
 from solar_lsp.frontend import builders as B
+from solar_lsp.frontend.builders import CAST
 from solar_lsp.frontend.errors import Unsupported
 from solar_lsp.frontend.jax.lower import JCtx
-from solar_lsp.frontend.torch.lower import CAST
 from solar_lsp.ir.core import Affine, Const, Expr, Guard, Index, Kernel, Load, call
 
 Shape = tuple[int, ...]

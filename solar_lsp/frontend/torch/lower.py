@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from solar_lsp.frontend import builders as B
+from solar_lsp.frontend.builders import CAST
 from solar_lsp.frontend.errors import Lowered, Unsupported, UnsupportedOp
 from solar_lsp.frontend.torch import norm_kernels as NK
 from solar_lsp.frontend.torch.trace import Traced
@@ -375,11 +376,6 @@ def _softplus(c: Ctx, a: tuple, kw: dict) -> None:
     beta = a[1] if len(a) > 1 else 1.0
     th = a[2] if len(a) > 2 else 20.0
     c.ew(lambda x: softplus_expr(x, float(beta), float(th)), a[0])
-
-
-CAST = {"float64": "cast_f64", "float32": "cast_f32", "float16": "cast_f16", "bfloat16": "cast_bf16",
-        "float8_e4m3fn": "cast_f8", "float8_e5m2": "cast_f8", "int64": "cast_i64", "int32": "cast_i32",
-        "int16": "cast_i32", "int8": "cast_i8", "uint8": "cast_u8", "bool": "cast_bool"}
 
 
 @lowers("aten._to_copy.default", "aten.clone.default", "aten.contiguous.default",

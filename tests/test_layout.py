@@ -22,9 +22,9 @@ RANKS: dict[str, int] = {
     "solar_lsp.frontend.torch": 5, "solar_lsp.frontend.jax": 5,
     "solar_lsp.bounds": 6,
     "solar_lsp.verify": 7,
-    "solar_lsp.pipeline": 8,
-    "solar_lsp.measure": 9,
-    "solar_lsp.llm": 10,
+    "solar_lsp.llm": 8,  # a frontend of last resort: writes IR, checked by verify/
+    "solar_lsp.pipeline": 9,
+    "solar_lsp.measure": 10,
     "solar_lsp.cli": 11, "solar_lsp.lsp": 11,
     "solar_lsp.server": 12,  # `python -m solar_lsp.server`: starts lsp.server, nothing else
 }

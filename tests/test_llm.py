@@ -291,7 +291,7 @@ def test_without_opt_in_nothing_is_sent_and_the_report_says_what_needs_the_agent
 
 
 def test_dry_run_prints_the_prompt_and_sends_nothing(tmp_path, no_network, monkeypatch, capsys):
-    from solar_lsp.cli.main import main as cli
+    from solar_lsp.cli import main as cli
     monkeypatch.delenv("ANTHROPIC_API_KEY")  # a dry run needs no key
     monkeypatch.setenv("SOLAR_CACHE_DIR", str(tmp_path / "cache"))
     path = model_copy(tmp_path, "np_model.py")
@@ -307,7 +307,7 @@ def test_dry_run_prints_the_prompt_and_sends_nothing(tmp_path, no_network, monke
 
 def test_cli_llm_flags(tmp_path, monkeypatch, capsys):
     """`solar analyze --llm`: the flags reach LLMConfig; the table says what the agent did."""
-    from solar_lsp.cli.main import main as cli
+    from solar_lsp.cli import main as cli
     from solar_lsp.llm import config as llm_config_mod
     replay = Replay("entry_mismatch_then_ok.json")
     made: list[LLMConfig] = []
@@ -512,7 +512,7 @@ def test_server_setting_reaches_the_worker_config():
 def test_llm_flags_reach_every_command(cmd, tmp_path, monkeypatch, capsys):
     """The agent's translation is used wherever the analysis is: the IR text, the comparison,
     and headroom (whose bounds need the analysis before anything is measured)."""
-    from solar_lsp.cli.main import main as cli
+    from solar_lsp.cli import main as cli
     from solar_lsp.llm import config as llm_config_mod
     replay = Replay("entry_mismatch_then_ok.json")
     orig = llm_config_mod.LLMConfig.from_env.__func__

@@ -9,19 +9,20 @@ from rich.console import Console
 from rich.table import Table
 
 from solar_lsp import units
+from solar_lsp.cli.args import llm_config, parse_dims
 
 
 def headroom_command(args, out: Console, err: Console) -> int:
+    """Measure each entry and print (or dump as JSON) its ratios to the three bounds."""
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # the profiler's start/stop chatter
     from solar_lsp.hardware.chips import HardwareError
     from solar_lsp.measure.headroom import HeadroomError, headroom_file
-    from solar_lsp.pipeline.analyze import Config
+    from solar_lsp.pipeline.config import Config
     if not os.path.isfile(args.file):
         err.print(f"[red]error:[/red] cannot read {args.file}: no such file")
         return 2
-    from solar_lsp.cli.main import _dims, llm_config
     try:
-        dims = _dims(args.dim)
+        dims = parse_dims(args.dim)
         llm = llm_config(args)
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
@@ -44,6 +45,7 @@ def headroom_command(args, out: Console, err: Console) -> int:
 
 
 def render(report, console: Console) -> None:
+    """Measured time, ratio per fidelity, the widest-gap lines and the diagnosis per entry."""
     for e in report.entries:
         head = f"[bold]{e.name}[/bold] (line {e.line})"
         if e.status != "ok":

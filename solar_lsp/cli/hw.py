@@ -158,3 +158,10 @@ def hw_probe(output: str | None, out: Console, err: Console) -> int:
             path = ensure_host_toml(refresh=True)
     out.print(f"wrote {path}")
     return hw_show(path, out, False)
+
+
+def hw_command(args, out: Console, err: Console) -> int:
+    """``solar hw list|show|probe``."""
+    if args.hw_cmd == "probe":
+        return hw_probe(args.output, out, err)
+    return hw_list(out) if args.hw_cmd == "list" else hw_show(args.name, out, args.json)

@@ -1,18 +1,18 @@
 """Where the agent meets the pipeline: after a trace failure (whole entry) and after lowering
-(per node). Called from :mod:`solar_lsp.pipeline.analyze`; without opt-in they only record which
+(per node). Called from :mod:`solar_lsp.pipeline.analyze`; without opt-in they only say which
 entries or ops would need the agent, and nothing is sent.
 
-An accepted translation becomes ordinary IR: the whole-entry program goes through the same
-einsum graph and SOL as tracer output; a per-node op is inserted into the traced program in
-graph order, so the bounds and the entry's verification include it. Ops from the agent carry
-``note="llm"`` and are reported with ``"source": "llm"``.
+An accepted translation becomes ordinary IR: the whole-entry program is handed back and goes
+through the pipeline's one tail (graph, counts, SOL) like tracer output; a per-node op is
+inserted into the traced program in graph order, so the bounds and the entry's verification
+include it. Ops from the agent carry ``note="llm"`` and are reported with ``"source": "llm"``.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import types
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from solar_lsp.ir.core import Program
@@ -24,17 +24,32 @@ from solar_lsp.llm.check import Check, GoldenError, check_entry, check_node, ent
 from solar_lsp.llm.config import LLMConfig
 from solar_lsp.llm.prompt import NodeTask, entry_message, node_message, ttype
 from solar_lsp.llm.transport import make_client
-from solar_lsp.pipeline.report import EntryReport
 from solar_lsp.source.discover import Entry
 from solar_lsp.source.usercode import sources_digest
 
 if TYPE_CHECKING:
     from solar_lsp.frontend.errors import Lowered
     from solar_lsp.frontend.torch.trace import Traced
-    from solar_lsp.hardware.chips import Chip
-    from solar_lsp.pipeline.analyze import Config
 
 log = logging.getLogger("solar_lsp.llm")
+
+
+@dataclass
+class AgentResult:
+    """What the agent step hands back to the pipeline.
+
+    ``summary`` is the report's ``llm`` field (``needed``, or what was asked and answered);
+    ``asked`` says whether the agent step did real work (timed as ``llm_s``). For a whole
+    entry, ``program`` is the accepted IR and ``verification`` its status; for nodes,
+    ``filled`` lists the (op, line) pairs the agent's ops now cover.
+    """
+
+    summary: dict | None
+    asked: bool = False
+    program: Program | None = None
+    verification: dict | None = None
+    eager_flops: int | None = None
+    filled: list[tuple[str, int | None]] = field(default_factory=list)
 
 ENTRY_STAGES = ("trace", "build")  # failures the agent can take over (not import errors)
 
@@ -83,61 +98,52 @@ def _summary(mode: str, trs: list[Translation], extra: dict | None = None) -> di
     return out
 
 
-def mark_sources(er: EntryReport, program: Program) -> None:
-    """Mark the reported ops that came from the agent (``note == "llm"``)."""
-    ids = {op.id for op in program.ops if op.note == "llm"}
-    if not ids:
-        return
-    for ln in er.lines:
-        for o in ln.ops:
-            if o.op in ids:
-                o.source = "llm"
-
-
 # ------------------------------------------------------------------------------ whole entry
 
 
-def after_trace_failure(er: EntryReport, module: types.ModuleType, entry: Entry, path: str,
-                        chips: list[Chip], config: Config, exc: Exception) -> None:
+def after_trace_failure(module: types.ModuleType, entry: Entry, path: str, config: Any,
+                        exc: Exception) -> AgentResult | None:
     """The entry could not be traced: ask the agent for the whole entry when opted in."""
     if getattr(exc, "stage", None) not in ENTRY_STAGES or module is None:
-        return
+        return None
     cfg: LLMConfig | None = getattr(config, "llm", None)
     if cfg is None:
-        er.llm = {"status": "needed", "mode": "entry",
-                  "detail": "tracing failed; `solar analyze --llm` (or the server's `llm` "
-                            "setting) would ask the LLM agent to translate this entry. Nothing "
-                            "was sent."}
-        return
-    t0 = time.perf_counter()
+        return AgentResult({"status": "needed", "mode": "entry",
+                            "detail": "tracing failed; `solar analyze --llm` (or the server's "
+                                      "`llm` setting) would ask the LLM agent to translate this "
+                                      "entry. Nothing was sent."})
     source = _read(path)
     h = source_hash(source + "\0" + sources_digest(path))  # its imported modules too
     specs = [(s.name, s.dtype, list(s.shape), repr(s.scalar)) for s in entry.inputs or ()]
     k = key("entry", entry.name, entry.kind, specs, entry.init_args, entry.init_kwargs, cfg.model)
     cache = TranslationCache(cfg.resolved_cache_dir())
     try:
-        tr, golden = _entry_translation(er, module, entry, path, source, h, k, cache, cfg, config,
+        tr, golden = _entry_translation(module, entry, path, source, h, k, cache, cfg, config,
                                         str(exc))
     finally:
         cache.close()
+    result = AgentResult(None, asked=True)
     extra: dict[str, Any] = {"trace_error": str(exc)}
     if tr is not None and tr.status == "accepted" and tr.check is not None:
-        program = tr.check.program
-        for op in program.ops:
+        result.program = tr.check.program
+        for op in result.program.ops:
             op.note = "llm"
-        _finish_entry(er, program, golden, chips, config, tr)
+        result.verification = _entry_verification(result.program, tr)
         if golden is not None:
-            extra["eager_flop_counter_flops"] = golden.eager_flops
-            if er.totals.get("tensor_flops", 0) > golden.eager_flops > 0:
-                er.notes.append({"line": None, "kind": "llm", "note": (
-                    f"the agent's IR counts {er.totals['tensor_flops']:,} matrix FLOPs; torch's "
-                    f"FlopCounterMode saw {golden.eager_flops:,} in the eager run (numpy work is "
-                    "invisible to it)")})
-    er.llm = _summary("entry", [tr] if tr else [], extra)
-    er.timings["llm_s"] = time.perf_counter() - t0
+            extra["eager_flop_counter_flops"] = result.eager_flops = golden.eager_flops
+    result.summary = _summary("entry", [tr] if tr else [], extra)
+    return result
 
 
-def _entry_translation(er, module, entry, path, source, h, k, cache, cfg, config, error):
+def _entry_verification(program: Program, tr: Translation) -> dict:
+    how = ("re-verified against this source" if tr.reverified else
+           "verified when it was cached, for this same source" if tr.cached else
+           "outputs match the eager run")
+    return {"status": "verified", "ops_checked": len(program.ops), "issues": [],
+            "detail": f"whole-entry IR written by the LLM agent; {how}"}
+
+
+def _entry_translation(module, entry, path, source, h, k, cache, cfg, config, error):
     """(translation, golden or None); a cached answer is re-verified when the source changed."""
     cached = cache.get(k)
     if cached is not None and cached["source_hash"] == h and not cfg.dry_run:
@@ -183,83 +189,56 @@ def _parse_cached(text: str) -> Program | None:
         return None
 
 
-def _finish_entry(er: EntryReport, program: Program, golden, chips, config, tr: Translation) -> None:
-    """The agent's program takes the tracer's place: graph, counts, SOL, as analyze_entry does."""
-    from solar_lsp.bounds.einsum_graph import build_graph
-    from solar_lsp.bounds.sol import op_costs
-    from solar_lsp.pipeline.analyze import fill_sol
-    er.status, er.error, er.error_line = "ok", None, None
-    er.inputs = [{"name": n, "dtype": program.tensors[n].dtype,
-                  "shape": list(program.tensors[n].shape)} for n in program.inputs]
-    graph = build_graph(program)
-    er.graph = {"nodes": graph.number_of_nodes(), "edges": graph.number_of_edges(),
-                "ops": len(program.ops), "kernels": sum(len(o.kernels) for o in program.ops),
-                "aten_nodes": None}
-    costs = op_costs(program, graph, config.policy)
-    fill_sol(er, program, costs, chips, config)
-    mark_sources(er, program)
-    er.program = program  # type: ignore[attr-defined]
-    er.einsum_graph = graph  # type: ignore[attr-defined]
-    how = ("re-verified against this source" if tr.reverified else
-           "verified when it was cached, for this same source" if tr.cached else
-           "outputs match the eager run")
-    er.verification = {"status": "verified", "ops_checked": len(program.ops), "issues": [],
-                       "detail": f"whole-entry IR written by the LLM agent; {how}"}
-
-
 # ------------------------------------------------------------------------------ per node
 
 
-def after_lowering(er: EntryReport, traced: Traced, lowered: Lowered, module: types.ModuleType,
-                   config: Config) -> None:
+def after_lowering(traced: Traced, lowered: Lowered, module: types.ModuleType,
+                   config: Any) -> AgentResult | None:
     """Ops without a lowering: ask the agent for each (opted in), or say they would need it."""
     from solar_lsp.llm.nodes import unlowered
     items = _match_unsupported(unlowered(traced, lowered), lowered)
     if not items:
-        return
+        return None
     cfg: LLMConfig | None = getattr(config, "llm", None)
     if cfg is None:
-        er.llm = {"status": "needed", "mode": "node",
-                  "ops": [{"op": tgt, "line": ln} for task, tgt, ln, _ in items if task],
-                  "detail": "some ops have no lowering; `solar analyze --llm` (or the server's "
-                            "`llm` setting) would ask the LLM agent for them. Nothing was sent."}
-        if not er.llm["ops"]:
-            er.llm = None
-        return
-    t0 = time.perf_counter()
+        ops = [{"op": tgt, "line": ln} for task, tgt, ln, _ in items if task]
+        if not ops:
+            return None
+        return AgentResult({"status": "needed", "mode": "node", "ops": ops,
+                            "detail": "some ops have no lowering; `solar analyze --llm` (or the "
+                                      "server's `llm` setting) would ask the LLM agent for them. "
+                                      "Nothing was sent."})
     h = source_hash(_read(traced.path) + "\0" + sources_digest(traced.path))
     cache = TranslationCache(cfg.resolved_cache_dir())
+    try:
+        trs = _translate_nodes(items, traced, lowered, module, config, cfg, h, cache)
+    finally:
+        cache.close()
+    summary = _summary("node", trs)
+    summary["op_ids"] = [t.check.op.id for t in trs
+                         if t.status == "accepted" and t.check and t.check.op]
+    return AgentResult(summary, asked=True,
+                       filled=[(t.subject, t.line) for t in trs if t.status == "accepted"])
+
+
+def _translate_nodes(items, traced: Traced, lowered: Lowered, module, config, cfg: LLMConfig,
+                     h: str, cache: TranslationCache) -> list[Translation]:
     client = _Client(cfg)
     golden: dict | None = None
     golden_error = ""
     trs: list[Translation] = []
-    try:
-        for task, target, line, why in items:
-            if task is None:
-                trs.append(Translation("node", target, "skipped", cfg.model, line=line, detail=why))
-                continue
-            if golden is None and not golden_error and not cfg.dry_run:
-                golden, golden_error = _node_golden(traced, lowered, module, config)
-            tr = _node_translation(task, lowered.program, golden, golden_error, h, cache, cfg,
-                                   client)
-            tr.line = task.line
-            trs.append(tr)
-            if tr.status == "accepted" and tr.check is not None:
-                _insert(traced, lowered, task, tr.check)
-    finally:
-        cache.close()
-    filled = [(t.subject, t.line) for t in trs if t.status == "accepted"]
-    keep = []
-    for u in er.unsupported:
-        if (u.get("op"), u.get("line")) in filled:
-            filled.remove((u.get("op"), u.get("line")))
-        else:
-            keep.append(u)
-    er.unsupported = keep
-    er.llm = _summary("node", trs)
-    er.llm["op_ids"] = [t.check.op.id for t in trs
-                        if t.status == "accepted" and t.check and t.check.op]
-    er.timings["llm_s"] = time.perf_counter() - t0
+    for task, target, line, why in items:
+        if task is None:
+            trs.append(Translation("node", target, "skipped", cfg.model, line=line, detail=why))
+            continue
+        if golden is None and not golden_error and not cfg.dry_run:
+            golden, golden_error = _node_golden(traced, lowered, module, config)
+        tr = _node_translation(task, lowered.program, golden, golden_error, h, cache, cfg, client)
+        tr.line = task.line
+        trs.append(tr)
+        if tr.status == "accepted" and tr.check is not None:
+            _insert(traced, lowered, task, tr.check)
+    return trs
 
 
 def _match_unsupported(items, lowered: Lowered):

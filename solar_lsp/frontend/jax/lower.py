@@ -1,7 +1,7 @@
 """Lower a traced jaxpr into an Affine Loop IR program (the JAX peer of ``torch_lower``).
 
-The primitive table lives in ``jax_prims``; this module holds the lowering state, the
-per-equation context, and the control-flow rules:
+The primitive table lives in ``prims`` and the per-equation context in ``context``; this
+module holds the lowering state and the control-flow rules:
 
 - call-like primitives (``jit``, ``custom_jvp_call``, ``custom_vjp_call``, ``remat``) are
   inlined by the shared :class:`~.jax_trace.Walker`;
@@ -22,30 +22,17 @@ with its line and reason, and its outputs stay declared so later equations still
 from __future__ import annotations
 
 import keyword
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from solar_lsp.frontend import builders as B
 from solar_lsp.frontend.errors import Lowered, Unsupported, UnsupportedOp
+from solar_lsp.frontend.jax.context import JCtx, Opaque, Shape, known_dtype
+from solar_lsp.frontend.jax.prims import LOWERINGS, UNLOWERED
 from solar_lsp.frontend.jax.trace import JaxTraced, Key, Lit, Walker, WhileInfo, dtype_name
 from solar_lsp.ir.core import Const, Kernel, Load, Op, Program, TensorType
 from solar_lsp.ir.validate import IRValidationError, validate_kernel
-
-Shape = tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Opaque:
-    """A value whose dtype the IR has no type for (complex, PRNG keys and other extended
-    dtypes): never a tensor; an equation reading or writing one is listed as unsupported."""
-
-    dtype: str
-
-
-def known_dtype(dtype: str) -> bool:
-    from solar_lsp.source.pragma import canonical_dtype
-    return canonical_dtype(dtype) is not None
 
 
 @dataclass
@@ -70,138 +57,14 @@ class LoopInfo:
 
 @dataclass
 class JaxLowered(Lowered):
+    """A lowered JAX entry: the program plus what the verifier needs to replay it."""
+
     tensor_key: dict[str, Key] = field(default_factory=dict)  # tensor -> walker key
     derived: dict[str, str] = field(default_factory=dict)  # tensor -> op computing it (no key)
     choices: dict[Key, int] = field(default_factory=dict)  # cond key -> branch lowered
     loops: list[LoopInfo] = field(default_factory=list)  # top-level and nested, in order
     notes: list[dict] = field(default_factory=list)
     eqns: int = 0  # jaxpr equations lowered (inlined bodies included, loop bodies once)
-
-
-class JCtx:
-    """What a primitive lowering sees: its equation, operand handles and output tensors."""
-
-    def __init__(self, lw: JaxLowerer, eqn: Any, ins: list[Any], outs: list[str], key: Key,
-                 line: int | None, repeat: int):
-        self.lw, self.eqn, self.ins, self.outs = lw, eqn, ins, outs
-        self.p = eqn.params
-        self.key, self.line, self.repeat = key, line, repeat
-        self.kernels: list[Kernel] = []
-        self.inputs: list[str] = []
-        self.outputs: list[str] = []
-        self.kind = "compute"
-        self.call: tuple | None = None
-        self.pre_ops: list[Op] = []  # helper ops (views, index arithmetic) run before this one
-        self._k = 0
-
-    @property
-    def prim(self) -> str:
-        return self.eqn.primitive.name
-
-    # -- operands
-    def is_lit(self, i: int) -> bool:
-        return isinstance(self.ins[i], Lit)
-
-    def lit(self, i: int) -> Any:
-        h = self.ins[i]
-        if not isinstance(h, Lit):
-            raise Unsupported(f"operand {i} must be a constant here")
-        return h.value
-
-    def t(self, i: int) -> str:
-        h = self.ins[i]
-        if isinstance(h, Lit):
-            raise Unsupported(f"operand {i} is a literal where a tensor is needed")
-        return self.use(h)
-
-    def use(self, name: str) -> str:
-        if name not in self.inputs:
-            self.inputs.append(name)
-        return name
-
-    def operand(self, i: int) -> B.Operand:
-        h = self.ins[i]
-        if isinstance(h, Lit):
-            return float(h.value)
-        return (self.t(i), self.shape(h))
-
-    def in_shape(self, i: int) -> Shape:
-        h = self.ins[i]
-        return () if isinstance(h, Lit) else self.shape(h)
-
-    def in_dtype(self, i: int) -> str:
-        h = self.ins[i]
-        return h.dtype if isinstance(h, Lit) else self.dtype(h)
-
-    def shape(self, name: str) -> Shape:
-        return self.lw.program.tensors[name].shape
-
-    def dtype(self, name: str) -> str:
-        return self.lw.program.tensors[name].dtype
-
-    # -- outputs
-    def out(self, j: int = 0) -> str:
-        name = self.outs[j]
-        if name not in self.outputs:
-            self.outputs.append(name)
-        return name
-
-    def out_shape(self, j: int = 0) -> Shape:
-        return self.shape(self.outs[j])
-
-    def out_dtype(self, j: int = 0) -> str:
-        return self.dtype(self.outs[j])
-
-    def tmp(self, shape: Shape, dtype: str = "float32") -> str:
-        return self.lw.new_tensor(f"{self.lw.op_id_base(self.prim)}_t", tuple(shape), dtype)
-
-    def name(self, tag: str = "") -> str:
-        self._k += 1
-        return f"{self.prim}_{tag}{self._k}"
-
-    # -- emission
-    def emit(self, *ks: Kernel) -> None:
-        self.kernels.extend(ks)
-
-    def ew(self, fn: Callable[..., Any], *idx: int, out: int = 0) -> None:
-        o = self.out(out)
-        ops = [self.operand(i) for i in idx]
-        self.emit(B.elementwise(self.name("ew"), o, self.shape(o), ops, fn))
-
-    def fill(self, value: float | Load, out: int = 0) -> None:
-        o = self.out(out)
-        vs = B.ivars(len(self.shape(o)))
-        self.emit(Kernel(self.name("fill"), tuple(zip(vs, self.shape(o))), Load(o, B.plain(vs)), "=",
-                         value if isinstance(value, Load) else Const(float(value))))
-
-    def view(self, *callspec: Any, src: str | None = None) -> None:
-        self.kind = "view"
-        self.call = tuple(callspec)
-        if src is not None:
-            self.use(src)
-        self.out(0)
-
-    def gather(self, callspec: tuple, inputs: Sequence[str], n_out: int = 1) -> None:
-        self.kind, self.call = "gather", tuple(callspec)
-        for t in inputs:
-            self.use(t)
-        for j in range(n_out):
-            self.out(j)
-
-    def pre_view(self, src: str, shape: Shape, callspec: tuple, dtype: str | None = None) -> str:
-        """A view made for this op only (a squeezed index, a sliced operand): a derived
-        tensor with no jaxpr variable; the verifier computes its value from ``src``."""
-        out = self.lw.new_tensor(f"{self.lw.op_id_base(self.prim)}_v", shape, dtype or self.dtype(src))
-        op = Op(id=self.lw.new_op_id(self.prim + "_view"), target=self.prim, line=self.line,
-                inputs=[src], outputs=[out], kind="view", call=callspec, repeat=self.repeat)
-        self.pre_ops.append(op)
-        return out
-
-    def pre_compute(self, kernels: list[Kernel], inputs: list[str], outputs: list[str]) -> None:
-        """Index arithmetic this op needs before its composition step (derived tensors)."""
-        op = Op(id=self.lw.new_op_id(self.prim + "_idx"), target=self.prim, line=self.line,
-                inputs=inputs, outputs=outputs, kernels=kernels, repeat=self.repeat)
-        self.pre_ops.append(op)
 
 
 class JaxLowerer(Walker):
@@ -280,7 +143,6 @@ class JaxLowerer(Walker):
         return name
 
     def leaf(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int) -> list[Any]:
-        from solar_lsp.frontend.jax.prims import LOWERINGS, UNLOWERED
         self.out.eqns += 1
         prim = eqn.primitive.name
         outs = [self.keyed(self.op_id_base(prim), v.aval, (key, j)) for j, v in enumerate(eqn.outvars)]

@@ -49,6 +49,8 @@ class Lit:
 
 @dataclass
 class JaxTraced:
+    """A traced entry: its closed jaxpr, how its invars split into params and inputs."""
+
     entry: Entry
     path: str
     closed: Any  # jax.core.ClosedJaxpr
@@ -438,10 +440,12 @@ class Walker:
 
 
 def is_literal(atom: Any) -> bool:
+    """Whether a jaxpr atom is a ``Literal`` (an inline constant) rather than a variable."""
     return type(atom).__name__ == "Literal"
 
 
 def read(env: dict, atom: Any) -> Any:
+    """The handle of a jaxpr atom: its bound value, or a :class:`Lit` for a literal."""
     if is_literal(atom):
         return Lit(_py(atom.val), dtype_name(atom.aval.dtype))
     return env[atom]

@@ -3,6 +3,8 @@ with the bound and the fusion benefit (unfused / fused) per chip."""
 
 from __future__ import annotations
 
+import json
+
 from rich.console import Console
 from rich.table import Table
 
@@ -51,3 +53,12 @@ def render(report: FileReport, console: Console) -> None:
         tot = e.totals
         console.print(f"  {units.flops(tot['flops'])} · DRAM unfused {units.nbytes(tot['bytes_unfused'])}"
                       f" · fused {units.nbytes(tot['bytes_fused'])}")
+
+
+def compare_command(report, args, out: Console) -> int:
+    """``solar compare``: the table, or its rows as JSON."""
+    if args.json:
+        print(json.dumps(to_json(report), indent=1, default=str))
+    else:
+        render(report, out)
+    return 0 if report.ok else 1

@@ -1,0 +1,88 @@
+"""``solar analyze`` and the commands that show one analysis another way (graph, ir, compare,
+plot): the file is analyzed once through the pipeline, then rendered by the command."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from rich.console import Console
+
+from solar_lsp import units
+from solar_lsp.bounds.sol import Policy
+from solar_lsp.cli.args import hw_names, llm_config, parse_dims, parse_onchip
+from solar_lsp.hardware.chips import HardwareError, load_chips
+from solar_lsp.pipeline.analyze import analyze_file
+from solar_lsp.pipeline.config import Config
+
+
+class UsageError(ValueError):
+    """A bad option value: printed as ``error: ...``, exit code 2."""
+
+
+def analyze_command(args, out: Console, err: Console) -> int:
+    """analyze / graph / ir / compare / plot: one analysis, rendered per command."""
+    try:
+        chips = load_chips(hw_names(args.hw))
+        cfg = _config(args, chips)
+    except (HardwareError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return 2
+    if args.cmd == "analyze" and not args.json:
+        with err.status("analyzing…"):
+            report = analyze_file(args.file, cfg, chips)
+    else:
+        report = analyze_file(args.file, cfg, chips)
+    if report.error:
+        if args.cmd == "analyze" and args.json:
+            print(json.dumps(report.to_json(), indent=1))
+        err.print(f"[red]error:[/red] {report.error}")
+        return 2
+    return _show(report, args, chips, cfg, out, err)
+
+
+def _config(args, chips) -> Config:
+    """The run's Config from the options; ValueError (with the option's name) when one is bad."""
+    dims = parse_dims(args.dim)
+    if not os.path.isfile(args.file):
+        raise UsageError(f"cannot read {args.file}: no such file")
+    cfg = Config(hw=[c.name for c in chips], entry=args.entry, dims=dims)
+    if getattr(args, "onchip", None) is not None:
+        try:
+            cfg.onchip = parse_onchip(args.onchip)
+        except ValueError as exc:
+            raise UsageError(f"bad --onchip: {exc}") from None
+    cfg.verify = False
+    if args.cmd == "analyze":
+        if args.target_latency:
+            cfg.target_s = units.parse_latency(args.target_latency)
+        elif args.target_hz:
+            cfg.target_s = units.parse_hz(args.target_hz)
+        cfg.budget_bytes = units.parse_size(args.budget)
+        cfg.verify = not args.no_verify
+        cfg.policy = Policy(tf32_matmul=args.tf32 == "all", tf32_conv=args.tf32 != "none")
+    cfg.llm = llm_config(args)
+    return cfg
+
+
+def _show(report, args, chips, cfg: Config, out: Console, err: Console) -> int:
+    if args.cmd == "graph":
+        from solar_lsp.cli.inspect import graph_command
+        return graph_command(report, args, err)
+    if args.cmd == "ir":
+        from solar_lsp.cli.inspect import ir_command
+        return ir_command(report)
+    if args.cmd == "compare":
+        from solar_lsp.cli.compare import compare_command
+        return compare_command(report, args, out)
+    if args.cmd == "plot":
+        from solar_lsp.cli.plot import plot_command
+        return plot_command(report, args, chips, cfg, out, err)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1, default=str))
+    else:
+        from solar_lsp.cli.render import render
+        from solar_lsp.llm.present import render_llm
+        render(report, out, chips)
+        render_llm(report, out)
+    return 0 if report.ok else 1

@@ -1,0 +1,80 @@
+"""The human-readable output of ``solar analyze``: a per-line table per entry, the three
+fidelities, suggestions, the inverse roofline and the verification status."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from solar_lsp import units
+
+
+def render(report, console: Console, chips) -> None:
+    """The per-line table of each entry, then its fidelities, suggestions and verification."""
+    chip = chips[0]
+    for e in report.entries:
+        head = f"[bold]{e.name}[/bold] (line {e.line}, {e.frontend})"
+        if e.status != "ok":
+            where = f" at line {e.error_line}" if e.error_line else ""
+            console.print(f"{head}: [red]error{where}[/red]: {e.error}")
+            continue
+        t = Table(title=f"{head} on {chip.display_name}", title_justify="left")
+        for col, j in (("line", "right"), ("ops", "left"), ("FLOPs", "right"), ("bytes", "right"),
+                       ("unfused", "right"), ("bound", "left")):
+            t.add_column(col, justify=j)
+        for ln in e.lines:
+            ops = ", ".join(sorted({o.target.replace("aten.", "").rsplit(".", 1)[0] for o in ln.ops}))
+            t.add_row(str(ln.line) if ln.line else "?", ops, units.flops(ln.flops), units.nbytes(ln.bytes),
+                      units.seconds(ln.t_unfused_s), ln.bound)
+        tot = e.totals
+        t.add_section()
+        t.add_row("total", "", units.flops(tot["flops"]), units.nbytes(tot["bytes_unfused"]),
+                  units.seconds(tot["t_unfused_s"]), tot["bound_unfused"])
+        console.print(t)
+        console.print(f"  fused: {units.seconds(tot['t_fused_s'])} ({tot['bound']}-bound, "
+                      f"{units.nbytes(tot['bytes_fused'])} DRAM) · cache-aware: "
+                      f"{units.seconds(tot.get('t_cache_aware_s'))} ({_nb(tot.get('bytes_cache_aware'))} DRAM"
+                      f" in {_nb(tot.get('onchip_bytes'))} on chip) · unfused: {units.seconds(tot['t_unfused_s'])}"
+                      f" · {units.flops(tot['tensor_flops'])} on matrix units")
+        if len(e.by_hardware) > 1:
+            for name, h in e.by_hardware.items():
+                console.print(f"  {name}: unfused {units.seconds(h['t_unfused_s'])} · fused "
+                              f"{units.seconds(h['t_fused_s'])} · cache-aware "
+                              f"{units.seconds(h.get('t_cache_aware_s'))} ({h['bound']})")
+        _render_suggestions(e, console)
+        if e.inverse:
+            _render_inverse(e.inverse, console)
+        v = e.verification
+        color = {"verified": "green", "mismatch": "red"}.get(v["status"], "yellow")
+        console.print(f"  verification: [{color}]{v['status']}[/{color}] — {v['detail']}")
+        for u in e.unsupported:
+            console.print(f"  [yellow]unsupported[/yellow] {u['op']} (line {u['line']}): {u['reason']}")
+        for n in getattr(e, "notes", []):  # loop trip counts, the cond branch counted (docs/jax.md)
+            console.print(f"  note (line {n['line']}): {n['note']}", markup=False)
+
+
+def _nb(n) -> str:
+    return units.nbytes(n) if n is not None else "—"
+
+
+def _render_suggestions(e, console: Console, limit: int = 3) -> None:
+    """The top fusion and reorder suggestions of an entry, a line each."""
+    for f in e.fusion[:limit]:
+        lines = ",".join(str(x) for x in f["lines"])
+        console.print(f"  [cyan]fuse[/cyan] lines {lines}: {f['pattern']} — saves "
+                      f"{units.nbytes(f['bytes_saved'])} DRAM, {units.seconds(f['t_saved_s'])}")
+    if len(e.fusion) > limit:
+        console.print(f"  … {len(e.fusion) - limit} more fusion suggestions (--json)")
+    for r in e.reorder[:limit]:
+        console.print(f"  [cyan]reorder[/cyan] line {r['line']}: {units.flops(r['flops_before'])} → "
+                      f"{units.flops(r['flops_after'])} as {r['expression']}")
+
+
+def _render_inverse(inv: dict, console: Console) -> None:
+    tgt = inv["target_s"]
+    for fid, d in inv["by_fidelity"].items():
+        if not d:
+            continue
+        ok = [c for c, s in d["shortfall"].items() if s["compute"] <= 1 and s["bandwidth"] <= 1]
+        console.print(f"  {units.seconds(tgt)} {fid}: needs ≥ {units.rate(d['flops_per_s'], 'FLOP/s')}"
+                      f" and ≥ {units.rate(d['bytes_per_s'], 'B/s')}; meets it: {', '.join(ok) or 'none'}")

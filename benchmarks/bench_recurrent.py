@@ -1,4 +1,4 @@
-"""Trace time and graph size of recurrent layers kept whole (DESIGN §2), against time steps.
+"""Trace time and graph size of recurrent layers kept whole (docs/architecture.md §2), against time steps.
 
 Usage::
 

@@ -1,5 +1,5 @@
 """Cache-aware fused SOL (tiling.py, cache_ilp.py): the traffic model against a simulated loop
-nest, the ILP against brute force, and the fidelity properties of DESIGN §6 on random small
+nest, the ILP against brute force, and the fidelity properties of docs/architecture.md §6 on random small
 matmuls and matmul chains and on the examples."""
 
 from __future__ import annotations

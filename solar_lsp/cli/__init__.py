@@ -1,0 +1,1 @@
+"""The ``solar`` command line, one module per command (main.py dispatches)."""

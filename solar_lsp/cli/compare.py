@@ -29,12 +29,14 @@ def rows(entry) -> list[dict]:
 
 
 def to_json(report: FileReport) -> dict:
+    """Every entry\'s rows (``solar compare --json``)."""
     return {"file": report.file, "hardware": report.hardware,
             "entries": [{"name": e.name, "line": e.line, "status": e.status, "error": e.error,
                          "chips": rows(e) if e.status == "ok" else []} for e in report.entries]}
 
 
 def render(report: FileReport, console: Console) -> None:
+    """One table per entry: a row per chip."""
     for e in report.entries:
         head = f"[bold]{e.name}[/bold] (line {e.line})"
         if e.status != "ok":

@@ -90,6 +90,13 @@ def hw_show(name_or_path: str, console: Console, as_json: bool = False) -> int:
         )
         return EXIT_OK
 
+    console.print(_chip_table(chip))
+    if "notes" in chip.sources:
+        console.print(f"[bold]notes:[/] {escape(chip.sources['notes'])}")
+    return EXIT_OK
+
+
+def _chip_table(chip: Chip) -> Table:
     table = Table(
         title=f"{escape(chip.display_name)} ({escape(chip.name)})",
         caption=escape(chip.path),
@@ -132,10 +139,7 @@ def hw_show(name_or_path: str, console: Console, as_json: bool = False) -> int:
             if f"{unit}.{dtype}" in chip.sources
         ]
         table.add_row(unit, "\n".join(lines) or "-", escape("\n".join(source)))
-    console.print(table)
-    if "notes" in chip.sources:
-        console.print(f"[bold]notes:[/] {escape(chip.sources['notes'])}")
-    return EXIT_OK
+    return table
 
 
 def _error(console: Console, exc: HardwareError) -> None:

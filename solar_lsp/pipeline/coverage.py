@@ -114,6 +114,8 @@ class FileResult:
 
 @dataclass
 class CoverageResult:
+    """A corpus run: every file's result, the summary and the exit code it earns."""
+
     root: str
     hardware: str
     verify: bool
@@ -185,6 +187,7 @@ def corpus_files(root: str) -> list[str]:
 
 
 def entry_result(e: EntryReport) -> EntryResult:
+    """What coverage keeps of an entry's report."""
     v = e.verification or {}
     t = e.totals or {}
     return EntryResult(name=e.name, line=e.line, status=e.status,
@@ -196,6 +199,7 @@ def entry_result(e: EntryReport) -> EntryResult:
 
 
 def file_result(report: FileReport, seconds: float) -> FileResult:
+    """What coverage keeps of a file's report (the report itself rides along, not in JSON)."""
     res = FileResult(file=report.file, entries=[entry_result(e) for e in report.entries],
                      error=report.error, seconds=seconds, report=report)
     if res.error is None and not res.entries:

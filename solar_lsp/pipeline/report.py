@@ -13,6 +13,8 @@ from solar_lsp import __version__
 
 @dataclass
 class OpReport:
+    """One framework op: its einsums, counts, bytes and unfused time on the first chip."""
+
     op: str
     target: str
     line: int | None
@@ -40,6 +42,8 @@ class OpReport:
 
 @dataclass
 class LineReport:
+    """The ops of one source line and their sums."""
+
     line: int | None
     flops: int = 0
     bytes: int = 0
@@ -60,6 +64,8 @@ class LineReport:
 
 @dataclass
 class EntryReport:
+    """One entry point: per-line table, totals, each chip's fidelities, suggestions, status."""
+
     name: str
     line: int
     frontend: str
@@ -98,6 +104,8 @@ class EntryReport:
 
 @dataclass
 class FileReport:
+    """Every entry of one file (or why the file could not be analyzed)."""
+
     file: str
     hardware: list[str]
     entries: list[EntryReport] = field(default_factory=list)

@@ -155,6 +155,7 @@ def test_syntax_error(tmp_path):
     assert p.returncode == 2
     no_traceback(p.stdout, p.stderr)
     assert "syntax error" in p.stderr and "line 4" in p.stderr
+    assert "syntax.py" in p.stderr  # the message names the file
     p = run_solar("analyze", path, "--json")
     assert p.returncode == 2
     no_traceback(p.stdout, p.stderr)
@@ -272,3 +273,81 @@ def test_missing_file_subprocess(tmp_path):
     assert p.returncode == 2
     no_traceback(p.stdout, p.stderr)
     assert "cannot read" in p.stderr
+
+
+PRAGMA_FN = """
+    import torch
+
+
+    # solar: x=f32[8,16]
+    def f(x):
+        return x * 2
+    """
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare", "ir", "graph"])
+def test_file_that_is_not_utf8_is_a_usage_error(cli, tmp_path, command):
+    path = tmp_path / "latin.py"
+    path.write_bytes(b"import torch\n# caf\xe9\n" + b"x = 1\n")
+    r = cli(command, str(path))
+    assert r.code == 2
+    no_traceback(r.out, r.err)
+    err = " ".join(r.err.split())
+    assert "not valid utf-8 at line 2" in err and "coding" in err
+
+
+def test_binary_file_is_a_usage_error(cli, tmp_path):
+    path = tmp_path / "blob.py"
+    path.write_bytes(b"\x7fELF\x02\x01\x00\x00\xff\xfe")
+    r = cli("analyze", str(path), "--json")
+    assert r.code == 2
+    no_traceback(r.out, r.err)
+    assert "binary file" in " ".join(r.err.split())
+    assert "binary file" in r.json()["error"]
+
+
+def test_declared_encoding_is_honored(cli, tmp_path):
+    """PEP 263: a latin-1 file that says so is analyzed like any other."""
+    src = "# -*- coding: latin-1 -*-\n# café\n" + PRAGMA_FN.replace("\n    ", "\n")
+    path = tmp_path / "declared.py"
+    path.write_bytes(src.encode("latin-1"))
+    r = cli("analyze", str(path), "--json", "--no-verify")
+    assert r.code == 0, r.err
+    [e] = r.json()["entries"]
+    assert e["name"] == "f" and e["totals"]["flops"] == 8 * 16
+
+
+@pytest.mark.parametrize("source", ["", "import torch\n\nX = 1\n"])
+def test_no_entry_points_says_so(cli, tmp_path, source):
+    path = tmp_path / "plain.py"
+    path.write_text(source)
+    r = cli("analyze", str(path))
+    assert r.code == 1
+    err = " ".join(r.err.split())
+    assert "no entry points found" in err and "# solar:" in err and "get_inputs" in err
+
+
+def test_directory_points_to_coverage(cli, tmp_path):
+    r = cli("analyze", str(tmp_path))
+    assert r.code == 2
+    err = " ".join(r.err.split())
+    assert "is a directory" in err and "solar coverage" in err
+
+
+def test_endless_loop_at_import_times_out(tmp_path):
+    path = write(tmp_path, "spin.py", """
+        import torch
+        while True:
+            pass
+
+
+        # solar: x=f32[4]
+        def f(x):
+            return x
+        """)
+    t0 = time.perf_counter()
+    p = run_solar("analyze", path, "--timeout", "3")
+    assert time.perf_counter() - t0 < 60
+    assert p.returncode == 1
+    no_traceback(p.stdout, p.stderr)
+    assert "did not finish in 3 s" in " ".join(p.stderr.split())

@@ -7,6 +7,7 @@ import json
 import os
 
 from rich.console import Console
+from rich.markup import escape
 
 from solar_lsp import units
 from solar_lsp.bounds.sol import Policy
@@ -14,6 +15,7 @@ from solar_lsp.cli.args import hw_names, llm_config, parse_dims, parse_onchip
 from solar_lsp.hardware.chips import HardwareError, load_chips
 from solar_lsp.pipeline.analyze import analyze_file
 from solar_lsp.pipeline.config import Config
+from solar_lsp.pipeline.limits import FileTimeout, time_limit
 
 
 class UsageError(ValueError):
@@ -28,22 +30,40 @@ def analyze_command(args, out: Console, err: Console) -> int:
     except (HardwareError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         return 2
-    if args.cmd == "analyze" and not args.json:
-        with err.status("analyzing…"):
-            report = analyze_file(args.file, cfg, chips)
-    else:
-        report = analyze_file(args.file, cfg, chips)
+    try:
+        with time_limit(args.timeout):
+            if args.cmd == "analyze" and not args.json:
+                with err.status("analyzing…"):
+                    report = analyze_file(args.file, cfg, chips)
+            else:
+                report = analyze_file(args.file, cfg, chips)
+    except FileTimeout:
+        err.print(f"[red]error:[/red] {args.file}: the analysis did not finish in {args.timeout:g} s "
+                  "(is there an endless loop at import or in forward?); --timeout S allows longer",
+                  markup=True, highlight=False)
+        return 1
     if report.error:
         if args.cmd == "analyze" and args.json:
             print(json.dumps(report.to_json(), indent=1))
-        err.print(f"[red]error:[/red] {report.error}")
+        where = "" if args.file in report.error else f"{args.file}: "
+        err.print(f"[red]error:[/red] {where}{escape(report.error)}", highlight=False)
         return 2
+    if not report.entries:
+        if args.cmd == "analyze" and args.json:
+            print(json.dumps(report.to_json(), indent=1))
+        err.print(f"[red]error:[/red] no entry points found in {args.file}. Mark one with a shape "
+                  "pragma above a function (`# solar: x=f32[8,512]`), or define `class Model("
+                  "nn.Module)` with `get_inputs()` (docs/entry-points.md)", highlight=False)
+        return 1
     return _show(report, args, chips, cfg, out, err)
 
 
 def _config(args, chips) -> Config:
     """The run's Config from the options; ValueError (with the option's name) when one is bad."""
     dims = parse_dims(args.dim)
+    if os.path.isdir(args.file):
+        raise UsageError(f"{args.file} is a directory; `solar coverage {args.file}` analyzes "
+                         "every file in it")
     if not os.path.isfile(args.file):
         raise UsageError(f"cannot read {args.file}: no such file")
     cfg = Config(hw=[c.name for c in chips], entry=args.entry, dims=dims)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 
 from solar_lsp import __version__, units
-from solar_lsp.defaults import DEFAULT_BUDGET_BYTES, DEFAULT_CHIP, DEFAULT_FILE_TIMEOUT_S
+from solar_lsp.defaults import (
+    DEFAULT_ANALYZE_TIMEOUT_S,
+    DEFAULT_BUDGET_BYTES,
+    DEFAULT_CHIP,
+    DEFAULT_FILE_TIMEOUT_S,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +54,9 @@ def _file_args(sp: argparse.ArgumentParser) -> None:
                     help=f"chip name or TOML path; repeat or comma-separate (default {DEFAULT_CHIP})")
     sp.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                     help="value of a symbolic dim used in pragmas")
+    sp.add_argument("--timeout", type=float, default=DEFAULT_ANALYZE_TIMEOUT_S, metavar="S",
+                    help=f"stop after S seconds (an endless loop in the code; default "
+                         f"{DEFAULT_ANALYZE_TIMEOUT_S:g}; 0: none)")
 
 
 def _analyze_parser(sub) -> None:

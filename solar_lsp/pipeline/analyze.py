@@ -18,6 +18,7 @@ from solar_lsp.pipeline.config import Config
 from solar_lsp.pipeline.report import EntryReport, FileReport
 from solar_lsp.pipeline.tail import bound_and_verify, fail
 from solar_lsp.source.discover import DiscoveryError, Entry, discover
+from solar_lsp.source.reading import SourceError, read_source
 
 __all__ = ["Config", "analyze_entry", "analyze_file"]
 
@@ -29,10 +30,9 @@ def analyze_file(path: str, config: Config | None = None, chips: list[Chip] | No
     report = FileReport(file=path, hardware=[c.name for c in chips])
     t0 = time.perf_counter()
     try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    except OSError as exc:
-        report.error = f"cannot read {path}: {exc.strerror or exc}"
+        source = read_source(path)
+    except SourceError as exc:
+        report.error = str(exc)
         return report
     try:
         entries = _entries(source, path, config)

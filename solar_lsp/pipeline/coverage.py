@@ -17,26 +17,20 @@ import faulthandler
 import io
 import math
 import os
-import signal
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from solar_lsp.defaults import DEFAULT_FILE_TIMEOUT_S
+from solar_lsp.pipeline.limits import FileTimeout, time_limit
 from solar_lsp.pipeline.report import EntryReport, FileReport
 
-DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = DEFAULT_FILE_TIMEOUT_S
 # top-level stages of one entry (analyze.py); finer timings such as fusion_plan_s lie inside sol_s
 ENTRY_STAGES = ("trace_s", "lower_s", "sol_s", "verify_s")
-
-
-class FileTimeout(BaseException):
-    """Raised by SIGALRM inside a file's analysis. A BaseException, so that the pipeline's
-    ``except Exception`` handlers (which turn user errors into messages and carry on with the
-    next entry) cannot swallow it: the whole file stops."""
 
 
 @dataclass
@@ -208,29 +202,6 @@ def file_result(report: FileReport, seconds: float) -> FileResult:
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise FileTimeout after ``seconds``. SIGALRM works only in the main thread of a POSIX
-    process; elsewhere there is no limit. Native code (a long torch op, a numba kernel) is
-    interrupted only when it returns to Python."""
-    usable = (seconds and seconds > 0 and hasattr(signal, "SIGALRM")
-              and threading.current_thread() is threading.main_thread())
-    if not usable:
-        yield
-        return
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise FileTimeout()
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-@contextlib.contextmanager
 def _torch_state() -> Iterator[None]:
     """Undo what a user file may change globally, so one file cannot skew the next."""
     import torch
@@ -252,7 +223,7 @@ def cover_file(path: str, config: Any, chips: list, timeout_s: float | None = DE
     report: FileReport | None = None
     error = None
     try:
-        with _torch_state(), _time_limit(timeout_s), contextlib.redirect_stdout(io.StringIO()):
+        with _torch_state(), time_limit(timeout_s), contextlib.redirect_stdout(io.StringIO()):
             report = analyze_file(path, config, chips)
     except FileTimeout:
         error = f"timed out after {timeout_s:g} s (the rest of the file was not analyzed)"

@@ -351,3 +351,25 @@ def test_endless_loop_at_import_times_out(tmp_path):
     assert p.returncode == 1
     no_traceback(p.stdout, p.stderr)
     assert "did not finish in 3 s" in " ".join(p.stderr.split())
+
+
+def test_unlowered_op_leaves_totals_marked_incomplete_and_consistent(cli, tmp_path):
+    path = write(tmp_path, "fft.py", """
+        import torch
+
+
+        # solar: x=f32[64,256]
+        def f(x):
+            return torch.fft.fft(x).real
+        """)
+    r = cli("analyze", path, "--json", "--no-verify", "--hw", "h100-sxm,b200")
+    [e] = r.json()["entries"]
+    assert e["unsupported"]
+    t = e["totals"]
+    assert "not counted" in t["incomplete"]
+    assert t["t_unfused_s"] >= t["t_fused_s"] > 0
+    assert t["bytes_unfused"] >= t["bytes_fused"] > 0
+    for h in e["by_hardware"].values():
+        assert h["t_unfused_s"] >= h["t_fused_s"]
+    table = cli("analyze", path, "--no-verify")
+    assert "incomplete" in table.out

@@ -36,6 +36,8 @@ def render(report, console: Console, chips) -> None:
                       f"{units.seconds(tot.get('t_cache_aware_s'))} ({_nb(tot.get('bytes_cache_aware'))} DRAM"
                       f" in {_nb(tot.get('onchip_bytes'))} on chip) · unfused: {units.seconds(tot['t_unfused_s'])}"
                       f" · {units.flops(tot['tensor_flops'])} on matrix units")
+        if tot.get("incomplete"):
+            console.print(f"  [yellow]incomplete[/yellow]: {tot['incomplete']}")
         if len(e.by_hardware) > 1:
             for name, h in e.by_hardware.items():
                 console.print(f"  {name}: unfused {units.seconds(h['t_unfused_s'])} · fused "

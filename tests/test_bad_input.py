@@ -373,3 +373,26 @@ def test_unlowered_op_leaves_totals_marked_incomplete_and_consistent(cli, tmp_pa
         assert h["t_unfused_s"] >= h["t_fused_s"]
     table = cli("analyze", path, "--no-verify")
     assert "incomplete" in table.out
+
+
+def test_dim_overridden_by_the_pragma_is_reported(cli, tmp_path):
+    path = write(tmp_path, "dims.py", """
+        import torch
+
+
+        # solar: B=4, x=f32[B,16]
+        def f(x):
+            return x * 2
+
+
+        # solar: y=f32[B,16]
+        def g(y):
+            return y * 2
+        """)
+    r = cli("analyze", path, "--json", "--no-verify", "--dim", "B=1")
+    f, g = r.json()["entries"]
+    assert f["inputs"][0]["shape"] == [4, 16]  # the pragma's own B
+    assert any(n["kind"] == "dim" and "--dim B=1 is ignored" in n["note"] for n in f["notes"])
+    assert g["inputs"][0]["shape"] == [1, 16] and not g["notes"]  # --dim applies where undefined
+    table = cli("analyze", path, "--no-verify", "--dim", "B=1")
+    assert "--dim B=1 is ignored" in " ".join(table.out.split())

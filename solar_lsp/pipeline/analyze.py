@@ -8,6 +8,7 @@ turns failures into messages on the entry they belong to.
 from __future__ import annotations
 
 import os
+import re
 import time
 import traceback
 import types
@@ -48,12 +49,42 @@ def analyze_file(path: str, config: Config | None = None, chips: list[Chip] | No
     for entry in entries:
         er = EntryReport(name=entry.name, line=entry.line, frontend=entry.frontend)
         er.timings = {"discover_s": t_discover, "import_s": t_import}
+        er.notes += ignored_dims(entry, config.dims)
         if import_error is not None:
             fail(er, import_error)
         else:
             _guarded(er, module, entry, path, chips, config)
         report.entries.append(er)
     return report
+
+
+def ignored_dims(entry: Entry, dims: dict) -> list[dict]:
+    """Notes for the ``--dim`` values this entry's pragma overrides (its own definition wins)."""
+    if not entry.pragma or not dims:
+        return []
+    notes = []
+    for item in _pragma_items(entry.pragma):
+        name, eq, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if eq and name in dims and not re.match(r"^\w+\s*\[", value):
+            notes.append({"line": entry.pragma_line, "kind": "dim", "note": (
+                f"--dim {name}={dims[name]} is ignored for {entry.name}: its pragma defines "
+                f"{name}={value}, and a pragma's own definition wins")})
+    return notes
+
+
+def _pragma_items(text: str) -> list[str]:
+    """The pragma's ``name=value`` items, split at the commas outside brackets."""
+    text = re.sub(r"^\s*#?\s*solar:\s*", "", text)
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        depth += 1 if ch in "[(" else -1 if ch in "])" else 0
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return items + [cur]
 
 
 def _entries(source: str, path: str, config: Config) -> list[Entry]:

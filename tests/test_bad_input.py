@@ -396,3 +396,22 @@ def test_dim_overridden_by_the_pragma_is_reported(cli, tmp_path):
     assert g["inputs"][0]["shape"] == [1, 16] and not g["notes"]  # --dim applies where undefined
     table = cli("analyze", path, "--no-verify", "--dim", "B=1")
     assert "--dim B=1 is ignored" in " ".join(table.out.split())
+
+
+def test_chip_file_with_a_bundled_name_is_used_everywhere_with_a_warning(cli, tmp_path):
+    from solar_lsp.hardware.chips import hardware_dir
+    text = (hardware_dir() / "h100-sxm.toml").read_text()
+    slow = tmp_path / "my-h100.toml"
+    slow.write_text(text.replace("dram_bytes_per_s = 3.35e12", "dram_bytes_per_s = 1.0e12"))
+    assert "1.0e12" in slow.read_text()
+    a = cli("analyze", "examples/mlp.py", "--hw", str(slow), "--json", "--no-verify")
+    c = cli("compare", "examples/mlp.py", "--hw", str(slow), "--json")
+    b = cli("analyze", "examples/mlp.py", "--json", "--no-verify")
+    for r in (a, c):
+        assert "the name of a bundled chip" in " ".join(r.err.split())
+    assert "bundled chip" not in b.err
+    mine = a.json()["entries"][0]["by_hardware"]["h100-sxm"]["t_unfused_s"]
+    bundled = b.json()["entries"][0]["by_hardware"]["h100-sxm"]["t_unfused_s"]
+    assert mine > bundled  # a third of the bandwidth: the file's figures were used
+    [row] = c.json()["entries"][0]["chips"]
+    assert abs(row["t_unfused_s"] - mine) < 1e-12

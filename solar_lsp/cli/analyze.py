@@ -11,7 +11,13 @@ from rich.markup import escape
 
 from solar_lsp import units
 from solar_lsp.bounds.sol import Policy
-from solar_lsp.cli.args import hw_names, llm_config, parse_dims, parse_onchip
+from solar_lsp.cli.args import (
+    hw_names,
+    llm_config,
+    parse_dims,
+    parse_onchip,
+    shadowed_chip_warnings,
+)
 from solar_lsp.hardware.chips import HardwareError, load_chips
 from solar_lsp.pipeline.analyze import analyze_file
 from solar_lsp.pipeline.config import Config
@@ -30,6 +36,8 @@ def analyze_command(args, out: Console, err: Console) -> int:
     except (HardwareError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         return 2
+    for w in shadowed_chip_warnings(chips):
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
     try:
         with time_limit(args.timeout):
             if args.cmd == "analyze" and not args.json:

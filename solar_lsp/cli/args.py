@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 
 from solar_lsp import __version__, units
 from solar_lsp.defaults import (
@@ -173,3 +174,15 @@ def parse_dims(values: list[str]) -> dict:
         except ValueError:
             raise ValueError(f"--dim {v!r}: expected NAME=INTEGER") from None
     return dims
+
+
+def shadowed_chip_warnings(chips) -> list[str]:
+    """One rule for every command: a chip file the user names is used as given, even when its
+    ``name`` is a bundled chip's; say so, since the two are easy to mix up in the output."""
+    from solar_lsp.hardware.chips import hardware_dir, list_chips
+    bundled = {str(p.resolve()) for p in hardware_dir().glob("*.toml")}
+    names = set(list_chips())
+    return [f"{c.path} calls itself {c.name!r}, the name of a bundled chip: this run uses the "
+            f"file's figures for {c.name!r} everywhere; give the file another name to tell the "
+            "two apart" for c in chips
+            if c.name in names and c.path and str(pathlib.Path(c.path).resolve()) not in bundled]

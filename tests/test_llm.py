@@ -556,3 +556,18 @@ def test_cache_is_reverified_when_an_imported_module_changes(tmp_path):
     (tmp_path / "sibling_consts.py").write_text("SCALE = 2.0  # edited\n")
     t = analyze(str(path), llm_config(empty, tmp_path, cache_dir=cache)).llm["translations"][0]
     assert t["cached"] and t["reverified"] and empty.requests == []
+
+
+@pytest.mark.parametrize("forward, why", [
+    ("raise ValueError('the user raised this')", "raised on the user's line"),
+    ("return x @ torch.ones(3, 5)", "a shape mismatch"),
+])
+def test_a_user_bug_does_not_suggest_the_agent(tmp_path, no_network, forward, why):
+    path = tmp_path / "bug.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        f"    def forward(self, x):\n        {forward}\n\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 8)]\n")
+    e = analyze(str(path), None, verify=False)
+    assert e.status == "error", why
+    assert e.llm is None, why  # nothing says `--llm` would help

@@ -11,6 +11,8 @@ include it. Ops from the agent carry ``note="llm"`` and are reported with ``"sou
 from __future__ import annotations
 
 import logging
+import os
+import re
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -108,6 +110,8 @@ def after_trace_failure(module: types.ModuleType, entry: Entry, path: str, confi
         return None
     cfg: LLMConfig | None = getattr(config, "llm", None)
     if cfg is None:
+        if user_bug(exc, path):  # the agent cannot fix the user's own error: don't suggest it
+            return None
         return AgentResult({"status": "needed", "mode": "entry",
                             "detail": "tracing failed; `solar analyze --llm` (or the server's "
                                       "`llm` setting) would ask the LLM agent to translate this "
@@ -133,6 +137,27 @@ def after_trace_failure(module: types.ModuleType, entry: Entry, path: str, confi
             extra["eager_flop_counter_flops"] = result.eager_flops = golden.eager_flops
     result.summary = _summary("entry", [tr] if tr else [], extra)
     return result
+
+
+# messages torch gives for shapes that do not fit together: the user's code is wrong as written
+_SHAPE_ERRORS = re.compile(
+    r"shapes cannot be multiplied|must match the size|size mismatch|does not match|must have same|"
+    r"invalid for input of size|out of range|out of bounds|expected .* but got|"
+    r"Expected .* (?:dim|size|shape)|mismatch in shape|cannot be broadcast", re.IGNORECASE)
+
+
+def user_bug(exc: BaseException, path: str) -> bool:
+    """Whether a failed trace is the user's own error (raised on a line of their file, or a
+    shape mismatch), which no translation can fix, rather than a limit of the tracer."""
+    cause = exc.__cause__ or exc
+    tb = cause.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if last is not None and os.path.realpath(last.tb_frame.f_code.co_filename) == os.path.realpath(path):
+        return True
+    return bool(_SHAPE_ERRORS.search(str(cause)))
 
 
 def _entry_verification(program: Program, tr: Translation) -> dict:

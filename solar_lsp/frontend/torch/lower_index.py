@@ -1,4 +1,4 @@
-"""Lowerings for selection, sorting and indexing (registered into torch_lower.LOWERINGS).
+"""Lowerings for selection, sorting and indexing (registered into context.LOWERINGS).
 
 Ops whose output positions depend on the data (sort, top-k, arg-extremes, advanced
 indexing, scatters) are composition-layer steps (``c.kind = "gather"``) whose semantics,
@@ -16,7 +16,7 @@ import torch
 
 from solar_lsp.frontend import builders as B
 from solar_lsp.frontend.errors import Unsupported
-from solar_lsp.frontend.torch.lower import Ctx, lowers
+from solar_lsp.frontend.torch.context import Ctx, lowers
 
 _DATA_DEPENDENT = {
     "aten.nonzero.default": "nonzero: the number of nonzero elements decides the output shape",
@@ -155,7 +155,31 @@ def _mode(c: Ctx, a: tuple, kw: dict) -> None:
     _select(c, ("mode", dim, bool(_arg(a, kw, 2, "keepdim", False))), 2)
 
 
-# ---- indexing
+# ---- indexing (embedding, index_select and gather: the composition layer)
+
+@lowers("aten.embedding.default")
+def _embedding(c: Ctx, a: tuple, kw: dict) -> None:
+    c.t(a[0])
+    c.t(a[1])
+    c.out  # noqa: B018
+    c.kind, c.call = "gather", ("embedding",)
+
+
+@lowers("aten.index_select.default")
+def _index_select(c: Ctx, a: tuple, kw: dict) -> None:
+    c.t(a[0])
+    c.t(a[2])
+    c.out  # noqa: B018
+    c.kind, c.call = "gather", ("index_select", a[1])
+
+
+@lowers("aten.gather.default")
+def _gather(c: Ctx, a: tuple, kw: dict) -> None:
+    c.t(a[0])
+    c.t(a[2])
+    c.out  # noqa: B018
+    c.kind, c.call = "gather", ("gather", a[1])
+
 
 @lowers("aten.index.Tensor")
 def _index(c: Ctx, a: tuple, kw: dict) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from solar_lsp.frontend import builders as B
 from solar_lsp.frontend.errors import Unsupported
-from solar_lsp.frontend.torch.lower import Ctx, lowers
+from solar_lsp.frontend.torch.context import Ctx, lowers
 from solar_lsp.ir.core import Affine, Expr, Kernel, Load, call
 
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
@@ -36,6 +36,22 @@ class _Layer:
     b_ih: str | None
     b_hh: str | None
     w_hr: str | None
+
+
+@dataclass
+class _Direction:
+    """One layer's pass in one direction: its weights, where it reads and writes, its temporaries."""
+    ly: _Layer
+    slot: int  # (layer, direction) position in h_0, h_n and c_n
+    d: int
+    gi: str  # the input projection of every step
+    dst: str
+    dst_seq: SeqIndex
+    state: list[str]  # ping-pong c (LSTM) / h (GRU)
+    hp: str | None  # the unprojected h (LSTM with proj_size)
+    gh: str | None  # GRU: h W_hh^T + b_hh
+    ntmp: str | None  # GRU: the candidate n
+    cn: str | None  # LSTM c_n, written at the last step
 
 
 def _sigmoid(e: Expr) -> Expr:
@@ -111,75 +127,91 @@ class _Unroll:
 
     def run_direction(self, li: int, d: int, src: str, src_seq: SeqIndex, feat: int, dst: str,
                       dst_seq: SeqIndex, hn_all: str, cn: str | None) -> None:
+        """One layer in one direction: project all inputs, step through time, keep h_n."""
         ly = self.layers[li * self.D + d]
         slot = li * self.D + d
         gi = self.input_projection(ly, src, src_seq, feat)
         H, Hout, Bn, T = self.H, self.Hout, self.B, self.T
-        b, j, k = Affine.var("b"), Affine.var("j"), Affine.var("k")
-        bh = (("b", Bn), ("j", H))
         steps = range(T) if d == 0 else range(T - 1, -1, -1)
         state = [self.c.tmp((Bn, H), self.dt) for _ in range(2)]  # ping-pong c (LSTM) / h (GRU)
         hp = self.c.tmp((Bn, H), self.dt) if ly.w_hr is not None else None
         gh = self.c.tmp((Bn, self.G * H), self.dt) if self.cell == "gru" else None
         ntmp = self.c.tmp((Bn, H), self.dt) if self.cell == "gru" else None
+        dr = _Direction(ly, slot, d, gi, dst, dst_seq, state, hp, gh, ntmp, cn)
         prev_t: int | None = None
         for s, t in enumerate(steps):
-            tc = Affine.of(t)
-            last = s == T - 1
-
-            def hprev(idx: Affine, s: int = s, prev_t: int | None = prev_t) -> Load:
-                if prev_t is None:
-                    return Load(self.h0, (Affine.of(slot), b, idx))
-                if self.cell == "gru":
-                    return Load(state[(s - 1) % 2], (b, idx))
-                return Load(dst, dst_seq(Affine.of(prev_t), b, Affine.of(d * Hout) + idx))
-
-            def gate(q: int, t_=tc) -> Load:
-                return Load(gi, (t_, b, Affine.of(q * H) + j))
-
             if self.cell == "gru":
-                binit = "identity"
-                if ly.b_hh is not None:
-                    g = Affine.var("g")
-                    self.emit(Kernel(self.name("bhh"), (("b", Bn), ("g", 3 * H)), Load(gh, (b, g)),
-                                     "=", Load(ly.b_hh, (g,))))
-                    binit = "keep"
-                self.recurrent(gh, ly.w_hh, hprev(k), lambda bb, gg: (bb, gg), binit)
-                r = _sigmoid(call("add", gate(0), Load(gh, (b, j))))
-                z = _sigmoid(call("add", gate(1), Load(gh, (b, Affine.of(H) + j))))
-                n = call("tanh", call("add", gate(2), call("mul", r, Load(gh, (b, Affine.of(2 * H) + j)))))
-                self.emit(Kernel(self.name("n"), bh, Load(ntmp, (b, j)), "=", n))  # read twice below
-                nl = Load(ntmp, (b, j))
-                h = call("add", nl, call("mul", z, call("sub", hprev(j), nl)))
-                self.emit(Kernel(self.name("h"), bh, Load(state[s % 2], (b, j)), "=", h))
-                self.emit(Kernel(self.name("y"), bh, Load(dst, dst_seq(tc, b, Affine.of(d * H) + j)), "=",
-                                 Load(state[s % 2], (b, j))))
+                self.gru_step(dr, s, t, prev_t)
             else:
-                self.recurrent(gi, ly.w_hh, hprev(k), lambda bb, gg, t_=tc: (t_, bb, gg), "keep")
-                if self.cell == "lstm":
-                    c_prev = Load(self.c0, (Affine.of(slot), b, j)) if prev_t is None else \
-                        Load(state[(s - 1) % 2], (b, j))
-                    c_out = Load(cn, (Affine.of(slot), b, j)) if (last and cn) else Load(state[s % 2], (b, j))
-                    cval = call("add", call("mul", _sigmoid(gate(1)), c_prev),
-                                call("mul", _sigmoid(gate(0)), call("tanh", gate(2))))
-                    self.emit(Kernel(self.name("c"), bh, c_out, "=", cval))
-                    hval: Expr = call("mul", _sigmoid(gate(3)), call("tanh", c_out))
-                else:
-                    pre = gate(0)
-                    hval = call("tanh", pre) if self.cell == "rnn_tanh" else call("max", pre, 0.0)
-                if hp is not None:
-                    self.emit(Kernel(self.name("hfull"), bh, Load(hp, (b, j)), "=", hval))
-                    p = Affine.var("p")
-                    self.emit(B.contraction(self.name("proj"), dst, ["b", "p"], hp, (b, j), ly.w_hr,
-                                            (p, j), {"b": Bn, "p": Hout, "j": H},
-                                            out_idx=dst_seq(tc, b, Affine.of(d * Hout) + p)))
-                else:
-                    self.emit(Kernel(self.name("h"), bh, Load(dst, dst_seq(tc, b, Affine.of(d * H) + j)),
-                                     "=", hval))
+                self.cell_step(dr, s, t, prev_t, s == T - 1)
             prev_t = t
-        o = Affine.var("o")
+        b, o = Affine.var("b"), Affine.var("o")
         self.emit(Kernel(self.name("hn"), (("b", Bn), ("o", Hout)), Load(hn_all, (Affine.of(slot), b, o)),
                          "=", Load(dst, dst_seq(Affine.of(prev_t), b, Affine.of(d * Hout) + o))))
+
+    def hprev(self, dr: _Direction, s: int, prev_t: int | None, idx: Affine) -> Load:
+        """``h_{t-1}[b, idx]``: h_0 at the first step, else the previous output (GRU: its state)."""
+        b = Affine.var("b")
+        if prev_t is None:
+            return Load(self.h0, (Affine.of(dr.slot), b, idx))
+        if self.cell == "gru":
+            return Load(dr.state[(s - 1) % 2], (b, idx))
+        return Load(dr.dst, dr.dst_seq(Affine.of(prev_t), b, Affine.of(dr.d * self.Hout) + idx))
+
+    def gate(self, dr: _Direction, t: int, q: int) -> Load:
+        """Gate ``q``'s input projection at step ``t``: ``gi[t, b, q*H + j]``."""
+        return Load(dr.gi, (Affine.of(t), Affine.var("b"), Affine.of(q * self.H) + Affine.var("j")))
+
+    def gru_step(self, dr: _Direction, s: int, t: int, prev_t: int | None) -> None:
+        """One GRU step: ``h W_hh^T + b_hh`` apart (r scales its n part), then r, z, n and h."""
+        H, Bn, ly, d = self.H, self.B, dr.ly, dr.d
+        b, j, k = Affine.var("b"), Affine.var("j"), Affine.var("k")
+        bh = (("b", Bn), ("j", H))
+        binit = "identity"
+        if ly.b_hh is not None:
+            g = Affine.var("g")
+            self.emit(Kernel(self.name("bhh"), (("b", Bn), ("g", 3 * H)), Load(dr.gh, (b, g)),
+                             "=", Load(ly.b_hh, (g,))))
+            binit = "keep"
+        self.recurrent(dr.gh, ly.w_hh, self.hprev(dr, s, prev_t, k), lambda bb, gg: (bb, gg), binit)
+        r = _sigmoid(call("add", self.gate(dr, t, 0), Load(dr.gh, (b, j))))
+        z = _sigmoid(call("add", self.gate(dr, t, 1), Load(dr.gh, (b, Affine.of(H) + j))))
+        n = call("tanh", call("add", self.gate(dr, t, 2), call("mul", r, Load(dr.gh, (b, Affine.of(2 * H) + j)))))
+        self.emit(Kernel(self.name("n"), bh, Load(dr.ntmp, (b, j)), "=", n))  # read twice below
+        nl = Load(dr.ntmp, (b, j))
+        h = call("add", nl, call("mul", z, call("sub", self.hprev(dr, s, prev_t, j), nl)))
+        self.emit(Kernel(self.name("h"), bh, Load(dr.state[s % 2], (b, j)), "=", h))
+        self.emit(Kernel(self.name("y"), bh, Load(dr.dst, dr.dst_seq(Affine.of(t), b, Affine.of(d * H) + j)), "=",
+                         Load(dr.state[s % 2], (b, j))))
+
+    def cell_step(self, dr: _Direction, s: int, t: int, prev_t: int | None, last: bool) -> None:
+        """One LSTM or plain RNN step: ``gi[t] += h_{t-1} W_hh^T``, the gates, then h_t (through
+        the projection W_hr when there is one)."""
+        H, Hout, Bn, ly, d, cn = self.H, self.Hout, self.B, dr.ly, dr.d, dr.cn
+        b, j, k = Affine.var("b"), Affine.var("j"), Affine.var("k")
+        bh = (("b", Bn), ("j", H))
+        tc = Affine.of(t)
+        self.recurrent(dr.gi, ly.w_hh, self.hprev(dr, s, prev_t, k), lambda bb, gg, t_=tc: (t_, bb, gg), "keep")
+        if self.cell == "lstm":
+            c_prev = Load(self.c0, (Affine.of(dr.slot), b, j)) if prev_t is None else \
+                Load(dr.state[(s - 1) % 2], (b, j))
+            c_out = Load(cn, (Affine.of(dr.slot), b, j)) if (last and cn) else Load(dr.state[s % 2], (b, j))
+            cval = call("add", call("mul", _sigmoid(self.gate(dr, t, 1)), c_prev),
+                        call("mul", _sigmoid(self.gate(dr, t, 0)), call("tanh", self.gate(dr, t, 2))))
+            self.emit(Kernel(self.name("c"), bh, c_out, "=", cval))
+            hval: Expr = call("mul", _sigmoid(self.gate(dr, t, 3)), call("tanh", c_out))
+        else:
+            pre = self.gate(dr, t, 0)
+            hval = call("tanh", pre) if self.cell == "rnn_tanh" else call("max", pre, 0.0)
+        if dr.hp is not None:
+            self.emit(Kernel(self.name("hfull"), bh, Load(dr.hp, (b, j)), "=", hval))
+            p = Affine.var("p")
+            self.emit(B.contraction(self.name("proj"), dr.dst, ["b", "p"], dr.hp, (b, j), ly.w_hr,
+                                    (p, j), {"b": Bn, "p": Hout, "j": H},
+                                    out_idx=dr.dst_seq(tc, b, Affine.of(d * Hout) + p)))
+        else:
+            self.emit(Kernel(self.name("h"), bh, Load(dr.dst, dr.dst_seq(tc, b, Affine.of(d * H) + j)),
+                             "=", hval))
 
     # ---------------------------------------------------------------- the whole op
 

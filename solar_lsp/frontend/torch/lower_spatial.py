@@ -18,7 +18,8 @@ from typing import Any
 from solar_lsp.frontend import builders as B
 from solar_lsp.frontend.errors import Unsupported
 from solar_lsp.frontend.torch import resample as R
-from solar_lsp.frontend.torch.lower import Ctx, _matmul_into, lowers
+from solar_lsp.frontend.torch.context import Ctx, lowers
+from solar_lsp.frontend.torch.contractions import matmul_into
 from solar_lsp.ir.core import Affine, Const, Expr, Guard, Index, Kernel, Load, call
 
 Shape = tuple[int, ...]
@@ -431,7 +432,7 @@ def _adaptive(c: Ctx, a: tuple, kw: dict) -> None:
 def _int_mm(c: Ctx, a: tuple, kw: dict) -> None:
     """int8 x int8 -> int32 on the int8 matrix peak."""
     x, y = c.t(a[0]), c.t(a[1])
-    _matmul_into(c, x, c.shape(x), y, c.shape(y), c.out, c.out_shape, "identity")
+    matmul_into(c, x, c.shape(x), y, c.shape(y), c.out, c.out_shape, "identity")
 
 
 @lowers("aten._scaled_mm.default")
@@ -445,7 +446,7 @@ def _scaled_mm(c: Ctx, a: tuple, kw: dict) -> None:
         raise Unsupported("_scaled_mm with scale_result (fp8 output rescaling) is not modelled")
     os_ = c.out_shape
     acc = c.tmp(os_)
-    _matmul_into(c, x, c.shape(x), y, c.shape(y), acc, os_, "identity")
+    matmul_into(c, x, c.shape(x), y, c.shape(y), acc, os_, "identity")
     vs = B.ivars(2)
 
     def scale(name: str) -> Load:

@@ -226,6 +226,7 @@ def taps_runs(taps: list[Taps], ratio: float | None) -> list[Run]:
 
 
 def is_identity(taps: list[Taps], isize: int) -> bool:
+    """Whether the taps copy every input position to the same output position (no resampling)."""
     return len(taps) == isize and all(t == ((o, 1.0),) for o, t in enumerate(taps))
 
 

@@ -41,6 +41,9 @@ KEEP_WHOLE = (
 
 @dataclass
 class Traced:
+    """An entry exported by torch.export and decomposed, with what lowering needs to know about
+    its nodes: source lines, placeholder kinds and targets, the input specs."""
+
     entry: Entry
     path: str
     exported: Any  # torch.export.ExportedProgram, decomposed
@@ -198,6 +201,8 @@ def line_of(stack_trace: str | None, path: str) -> int | None:
 
 
 def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:
+    """Export an entry on meta tensors (no real compute) and decompose it to core ATen; a
+    failure is an EntryError pointing at the user's line."""
     path = os.path.realpath(path)
     model, inputs = build(module, entry, path, "meta")
     tensor_inputs = tuple(inputs)

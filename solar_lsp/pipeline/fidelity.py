@@ -1,5 +1,5 @@
 """Fill an entry report's cache-aware fidelity, fusion suggestions, contraction reorderings and
-the cache-aware inverse roofline (DESIGN §6). Called by ``tail.fill_sol``.
+the cache-aware inverse roofline (docs/architecture.md §6). Called by ``tail.fill_sol``.
 
 The cache-aware bound depends on the chip only through its on-chip capacity and its rates, so
 the fusion plan is built once per entry and the ILP is solved once per distinct capacity.

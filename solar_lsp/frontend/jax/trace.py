@@ -1,4 +1,4 @@
-"""Trace a discovered JAX entry with ``jax.make_jaxpr`` on ShapeDtypeStructs (DESIGN §2).
+"""Trace a discovered JAX entry with ``jax.make_jaxpr`` on ShapeDtypeStructs (docs/architecture.md §2).
 
 Entries: a pragma'd function, a Flax ``linen`` or ``nnx`` module class (parameters come from
 ``init`` under ``jax.eval_shape``, so nothing is allocated), or the ``Model`` convention.

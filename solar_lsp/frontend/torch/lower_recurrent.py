@@ -1,5 +1,5 @@
 """Recurrent layers (``aten.lstm/gru/rnn_tanh/rnn_relu.input``), kept whole and unrolled
-over time (DESIGN §2): per layer and direction, one contraction projects the inputs of all
+over time (docs/architecture.md §2): per layer and direction, one contraction projects the inputs of all
 time steps; each step adds ``h_{t-1} @ W_hh^T`` (one contraction) and applies the gates
 (elementwise kernels). Multi-layer, bidirectional, batch_first, with or without biases,
 given or zero initial states, and LSTM projections (``proj_size``).

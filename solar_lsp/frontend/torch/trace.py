@@ -1,4 +1,4 @@
-"""Trace a discovered torch entry on meta tensors with torch.export (DESIGN §2).
+"""Trace a discovered torch entry on meta tensors with torch.export (docs/architecture.md §2).
 
 Nothing here allocates real tensors: the module is built and its inputs are made under
 ``torch.device("meta")``, and the export runs on those. Each node is mapped to the line of
@@ -23,7 +23,7 @@ import torch
 from solar_lsp.frontend.errors import EntryError, user_line
 from solar_lsp.source.discover import Entry, TensorSpec
 
-# Ops whose IR is known in closed form stay whole (DESIGN §2: decompose selectively).
+# Ops whose IR is known in closed form stay whole (docs/architecture.md §2: decompose selectively).
 KEEP_WHOLE = (
     "linear", "matmul", "einsum", "layer_norm", "group_norm", "rms_norm", "instance_norm",
     "scaled_dot_product_attention", "batch_norm", "conv1d", "conv2d", "conv3d",
@@ -34,7 +34,7 @@ KEEP_WHOLE = (
     "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "upsample_linear1d",
     "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d", "pixel_shuffle",
     "pixel_unshuffle", "im2col", "col2im",
-    # recurrent layers: lowered unrolled over time in lower_recurrent (DESIGN §2)
+    # recurrent layers: lowered unrolled over time in lower_recurrent (docs/architecture.md §2)
     "lstm", "gru", "rnn_tanh", "rnn_relu",
 )
 

@@ -17,18 +17,22 @@ def _scaled(value: float, unit: str, base: float = 1000.0) -> str:
 
 
 def flops(n: float) -> str:
+    """A FLOP count with an SI prefix (``1.50 GFLOP``), for reports."""
     return _scaled(n, "FLOP")
 
 
 def nbytes(n: float) -> str:
+    """A byte count with an SI prefix (``12.0 MB``), for reports."""
     return _scaled(n, "B")
 
 
 def rate(n: float, unit: str) -> str:
+    """A per-second rate with an SI prefix in the given unit (``2.00 TFLOP/s``)."""
     return _scaled(n, unit)
 
 
 def seconds(t: float | None) -> str:
+    """A duration in the largest unit that keeps it at least 1 (``3.2 ms``); ``—`` for None."""
     if t is None:
         return "—"
     if t == 0:
@@ -63,6 +67,7 @@ def parse_hz(text: str) -> float:
 
 
 def parse_size(text: str) -> int:
+    """'2GB' / '512MiB' / '4096' (bytes) -> bytes: capacities given on the command line."""
     m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*(b|kb|mb|gb|tb|kib|mib|gib)?\s*$", text, re.I)
     if not m:
         raise ValueError(f"cannot read size {text!r}; write e.g. 2GB or 512MiB")

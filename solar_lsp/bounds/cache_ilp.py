@@ -1,5 +1,5 @@
 """Cache-aware fused SOL: where to cut each fusible group and how to tile each piece, as an
-integer linear program (pulp, CBC), under the chip's on-chip capacity (DESIGN §6).
+integer linear program (pulp, CBC), under the chip's on-chip capacity (docs/architecture.md §6).
 
 Variables: one binary per candidate segment of a group (a connected, convex set of its ops run
 as one kernel) with its least-traffic schedule that fits the capacity; a schedule that does not
@@ -41,6 +41,8 @@ ILP_TIME_LIMIT_S = 20
 
 @dataclass
 class SegCand:
+    """A candidate segment of a fusible group: its ops, tiling model and schedule frontier."""
+
     ops: tuple[str, ...]
     model: SegModel | None  # None: one op the tiling model cannot describe (kept as unfused)
     front: list[Sched]
@@ -96,6 +98,8 @@ class Plan:
 
 @dataclass
 class Chosen:
+    """A segment the ILP picked for a group, with its schedule and credited DRAM bytes."""
+
     group: int
     cand: SegCand
     sched: Sched  # the kernel's own schedule and traffic (what a fusion suggestion shows)
@@ -108,6 +112,8 @@ class Chosen:
 
 @dataclass
 class Solution:
+    """The segments chosen for every group under one on-chip capacity, and the solve cost."""
+
     capacity: float
     chosen: list[Chosen]
     solve_s: float = 0.0
@@ -120,6 +126,8 @@ class Solution:
 
 @dataclass
 class CacheAware:
+    """The cache-aware SOL of a program: time, DRAM bytes, binding resource, segments."""
+
     t_s: float
     bytes: int
     bound: str
@@ -244,6 +252,21 @@ def _credited(fg: FusionGraph, seg: tuple[str, ...], first_reader: dict[str, str
 _SOLVED: dict[tuple, tuple[int, ...]] = {}
 
 
+def _feasible(plan: Plan, gi: int, capacity: float, credit: bool) -> list[tuple[int, Sched, int]]:
+    """(candidate index, schedule, DRAM bytes) of every candidate segment of group ``gi`` with a
+    schedule that fits ``capacity``."""
+    feas = []
+    for si, c in enumerate(plan.cands[gi]):
+        if credit:
+            hit = c.best(capacity)
+        else:
+            s0 = c.best_uncredited(capacity)
+            hit = (s0, s0.traffic) if s0 is not None else None
+        if hit is not None:
+            feas.append((si, hit[0], hit[1]))
+    return feas
+
+
 def solve(plan: Plan, capacity: float, credit: bool = True) -> Solution:
     """The least-traffic cut and schedules of every group under ``capacity`` bytes. With
     ``credit`` (the bound), tensors handed between kernels are credited up to the capacity;
@@ -253,15 +276,7 @@ def solve(plan: Plan, capacity: float, credit: bool = True) -> Solution:
     chosen: list[Chosen] = []
     todo: list[tuple[int, list[tuple[int, Sched, int]], tuple]] = []
     for gi, group in enumerate(plan.groups):
-        feas = []
-        for si, c in enumerate(plan.cands[gi]):
-            if credit:
-                hit = c.best(capacity)
-            else:
-                s0 = c.best_uncredited(capacity)
-                hit = (s0, s0.traffic) if s0 is not None else None
-            if hit is not None:
-                feas.append((si, hit[0], hit[1]))
+        feas = _feasible(plan, gi, capacity, credit)
         if len(group) == 1:
             si, s, d = min(feas, key=lambda x: x[2])
             chosen.append(Chosen(gi, plan.cands[gi][si], s, d))
@@ -347,6 +362,7 @@ def capacity_of(chip: Chip, onchip: str | int | float = "l2") -> float:
 
 
 def seg_work(plan: Plan, ops: tuple[str, ...]) -> UnitWork:
+    """Total compute of the ops of a segment, per unit and dtype."""
     w = UnitWork()
     for o in ops:
         if o in plan.costs:

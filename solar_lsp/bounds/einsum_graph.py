@@ -1,4 +1,4 @@
-"""Lift an Affine Loop IR program into an einsum graph and count each node (DESIGN §5).
+"""Lift an Affine Loop IR program into an einsum graph and count each node (docs/architecture.md §5).
 
 Nodes are extended einsums (one per IR kernel) plus the composition-layer steps (views,
 gathers); edges are tensors with shape, dtype and bytes. Every later analysis (SOL,
@@ -55,6 +55,8 @@ def pow_multiplies(e: Call) -> int | None:
 
 @dataclass(frozen=True)
 class Counts:
+    """Arithmetic of a kernel or op by kind: MACs, matrix and vector FLOPs, transcendentals."""
+
     macs: int = 0
     tensor_flops: int = 0
     vector_flops: int = 0

@@ -31,6 +31,8 @@ MAX_SEGMENTS = 4000  # candidate segments per group before falling back to runs
 
 @dataclass
 class FusionGraph:
+    """The ops of a program, the fusible edges between them and the groups they form."""
+
     p: Program
     vm: ViewMap
     ops: dict[str, Op]
@@ -78,6 +80,7 @@ class FusionGraph:
 
 
 def op_kind(op: Op) -> str:
+    """The fusion role of an op: contraction, reduction, elementwise, generator or data."""
     if op.kind != "compute":
         return "data"
     if not op.kernels:

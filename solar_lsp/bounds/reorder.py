@@ -24,6 +24,8 @@ LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 @dataclass
 class Chain:
+    """A tree of contractions rewritable as one einsum over its leaf operands."""
+
     kernels: list[tuple[str, Kernel]]  # (op id, kernel), producers first
     operands: list[tuple[str, str]]  # (name, subscripts) of the leaf operands
     output: str
@@ -167,6 +169,17 @@ def _combine(p: Program, vm: ViewMap, kern, members: list[int], root: int, feeds
                 out += letters[find((i, v))]
         return out
 
+    operands = _leaf_operands(p, vm, kern, members, root, sub)
+    out = sub(root, kern[root][1].out.index)
+    before = sum(2 * kern[i][1].points for i in members)
+    lines = sorted({kern[i][2] for i in members if kern[i][2] is not None})
+    return Chain([(kern[i][0], kern[i][1]) for i in members], operands, out, sizes, lines, before)
+
+
+def _leaf_operands(p: Program, vm: ViewMap, kern, members: list[int], root: int,
+                   sub) -> list[tuple[str, str]]:
+    """(name, subscripts) of every operand of the chain not produced inside it, read through
+    its views on the base tensor where they keep every dimension whole."""
     inner = {kern[c][1].out.tensor for c in members if c != root}
     operands = []
     for i in members:
@@ -178,10 +191,7 @@ def _combine(p: Program, vm: ViewMap, kern, members: list[int], root: int, feeds
             if m is not None and all(_plainvar(a, kern[i][1]) is not None for a in m[1]):
                 name, idx = m
             operands.append((name, sub(i, idx)))
-    out = sub(root, kern[root][1].out.index)
-    before = sum(2 * kern[i][1].points for i in members)
-    lines = sorted({kern[i][2] for i in members if kern[i][2] is not None})
-    return Chain([(kern[i][0], kern[i][1]) for i in members], operands, out, sizes, lines, before)
+    return operands
 
 
 def path_flops(subs: list[str], out: str, sizes: dict[str, int], path) -> int:

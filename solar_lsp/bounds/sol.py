@@ -1,4 +1,4 @@
-"""Speed-of-Light times from the einsum graph (DESIGN §6): unfused, fused, inverse roofline.
+"""Speed-of-Light times from the einsum graph (docs/architecture.md §6): unfused, fused, inverse roofline.
 
 Pure functions of (program, graph, chip, policy). Work on the same physical unit adds up;
 different units (matrix, vector, special-function) and DRAM are assumed to overlap
@@ -67,6 +67,7 @@ def _peak(chip: Chip, unit: str, dtype: str) -> float:
 
 
 def kernel_work(k: Kernel, p: Program, op: Op, counts: Counts, policy: Policy) -> UnitWork:
+    """Work per (unit, dtype) of a kernel's counts; the policy picks TF32 for fp32 contractions."""
     uw = UnitWork()
     if k.unit == "matrix":
         dts = [canonical_dtype(p.tensors[t].dtype) or "fp32" for t in k.inputs()]
@@ -99,6 +100,8 @@ def _narrowest(dts: list[str]) -> str:
 
 @dataclass
 class OpCost:
+    """One op's counts, unit work and unfused DRAM bytes: the unit every SOL time is built from."""
+
     op: Op
     counts: Counts
     work: UnitWork
@@ -143,6 +146,7 @@ def _call_reads(p: Program, op: Op, t: str) -> int | None:
 
 
 def op_costs(p: Program, g: nx.MultiDiGraph, policy: Policy) -> list[OpCost]:
+    """The cost of every op of ``p``, in program order, from the einsum graph ``g``."""
     by_op: dict[str, list[dict]] = {}
     for _, d in g.nodes(data=True):
         if d.get("kind") == "einsum":
@@ -205,6 +209,8 @@ def boundary_bytes(p: Program) -> int:
 
 @dataclass
 class Fidelity:
+    """A SOL time at one fidelity (unfused, fused), what binds it and the bytes it moves."""
+
     t_s: float
     bound: str
     bytes: int
@@ -212,6 +218,7 @@ class Fidelity:
 
 
 def unfused(costs: list[OpCost], chip: Chip) -> Fidelity:
+    """SOL with every op its own kernel: the sum of each op's roofline time."""
     t = 0.0
     t_mem = 0.0
     t_comp = 0.0
@@ -229,6 +236,7 @@ def unfused(costs: list[OpCost], chip: Chip) -> Fidelity:
 
 
 def fused(costs: list[OpCost], p: Program, chip: Chip) -> Fidelity:
+    """SOL with the whole program one kernel: all work against the boundary bytes alone."""
     work = UnitWork()
     for c in costs:
         work += c.work
@@ -240,6 +248,7 @@ def fused(costs: list[OpCost], p: Program, chip: Chip) -> Fidelity:
 
 
 def total_work(costs: list[OpCost]) -> UnitWork:
+    """The work of all ops added up, per unit and dtype."""
     work = UnitWork()
     for c in costs:
         work += c.work

@@ -236,7 +236,7 @@ def hardware_dir() -> pathlib.Path:
     In a source checkout this is the repository's ``hardware/`` folder (so edits show up
     without reinstalling); in an installed wheel it is the ``solar_lsp.chips`` package.
     """
-    repo_dir = pathlib.Path(__file__).resolve().parent.parent / "hardware"
+    repo_dir = pathlib.Path(__file__).resolve().parents[2] / "hardware"
     if repo_dir.is_dir() and any(repo_dir.glob("*.toml")):
         return repo_dir
     return pathlib.Path(str(importlib.resources.files("solar_lsp.chips")))
@@ -261,6 +261,7 @@ def load_chip(name_or_path: str | os.PathLike[str]) -> Chip:
         return _load_resolved(str(path.resolve()), text)
     key = _normalise_name(text)
     if key == "host":  # this machine's CPU, probed once (`solar hw probe`)
+        # lazy: hostprobe imports numpy, which loading a chip file does not otherwise need
         from solar_lsp.hardware.hostprobe import ensure_host_toml
         path = ensure_host_toml()
         return _load_resolved(path, "host")
@@ -281,7 +282,7 @@ def chip_fingerprint(name_or_path: str | os.PathLike[str]) -> str:
     text = os.fspath(name_or_path)
     try:
         if not _looks_like_path(text) and _normalise_name(text) == "host":
-            from solar_lsp.hardware.hostprobe import host_toml_path
+            from solar_lsp.hardware.hostprobe import host_toml_path  # lazy: numpy, as above
             path = host_toml_path()
             if not os.path.isfile(path):
                 return "unprobed"
@@ -348,52 +349,15 @@ def _parse(data: Mapping[str, Any], resolved: str, label: str) -> Chip:
             raise HardwareError(
                 f"{label}: unknown field {key!r}; expected one of {', '.join(sorted(allowed))}"
             )
-
-    values: dict[str, Any] = {}
-    for field, (kind, required) in _SCALAR_FIELDS.items():
-        if field not in data:
-            if required:
-                raise HardwareError(f"{label}: missing required field {field!r}")
-            continue
-        value = data[field]
-        if kind == "str":
-            if not isinstance(value, str) or not value.strip():
-                raise fail(field, "must be a non-empty string", value)
-            values[field] = value.strip()
-        else:
-            values[field] = _positive(value, field, integer=(kind == "int"), fail=fail)
-
+    values = _scalar_values(data, label, fail)
     tables: dict[str, Mapping[str, Any]] = {}
     for table in _TABLE_FIELDS:
         raw = data.get(table, {})
         if not isinstance(raw, dict):
             raise fail(table, "must be a table ([" + table + "])", raw)
         tables[table] = raw
-
-    units: dict[str, Mapping[str, float]] = {}
-    for unit in UNITS:
-        parsed: dict[str, float] = {}
-        for key, value in tables[unit].items():
-            field = f"{unit}.{key}"
-            if key not in DTYPES:
-                raise HardwareError(
-                    f"{label}: unknown key {field!r}; [{unit}] keys must be among "
-                    f"{', '.join(DTYPES)}"
-                )
-            parsed[key] = _positive(value, field, integer=False, fail=fail)
-        units[unit] = MappingProxyType(parsed)
-
-    sources: dict[str, str] = {}
-    for key, value in tables["sources"].items():
-        field = f"sources.{key}"
-        if key not in _SOURCE_KEYS:
-            raise HardwareError(
-                f"{label}: unknown key {field!r}; sources are keyed by field name "
-                "(e.g. 'dram_bytes_per_s', 'matrix', 'matrix.fp8') or 'notes'"
-            )
-        if not isinstance(value, str) or not value.strip():
-            raise fail(field, "must be a non-empty string", value)
-        sources[key] = value.strip()
+    units = _unit_tables(tables, label, fail)
+    sources = _sources(tables["sources"], label, fail)
 
     name = values.get("name", pathlib.Path(resolved).stem)
     return Chip(
@@ -411,6 +375,58 @@ def _parse(data: Mapping[str, Any], resolved: str, label: str) -> Chip:
         sources=MappingProxyType(sources),
         path=resolved,
     )
+
+
+def _scalar_values(data: Mapping[str, Any], label: str, fail: Any) -> dict[str, Any]:
+    """The top-level fields, checked: required ones present, strings non-empty, numbers positive."""
+    values: dict[str, Any] = {}
+    for field, (kind, required) in _SCALAR_FIELDS.items():
+        if field not in data:
+            if required:
+                raise HardwareError(f"{label}: missing required field {field!r}")
+            continue
+        value = data[field]
+        if kind == "str":
+            if not isinstance(value, str) or not value.strip():
+                raise fail(field, "must be a non-empty string", value)
+            values[field] = value.strip()
+        else:
+            values[field] = _positive(value, field, integer=(kind == "int"), fail=fail)
+    return values
+
+
+def _unit_tables(tables: Mapping[str, Mapping[str, Any]], label: str,
+                 fail: Any) -> dict[str, Mapping[str, float]]:
+    """Per compute unit, its peak rate per dtype (keys among DTYPES, values positive)."""
+    units: dict[str, Mapping[str, float]] = {}
+    for unit in UNITS:
+        parsed: dict[str, float] = {}
+        for key, value in tables[unit].items():
+            field = f"{unit}.{key}"
+            if key not in DTYPES:
+                raise HardwareError(
+                    f"{label}: unknown key {field!r}; [{unit}] keys must be among "
+                    f"{', '.join(DTYPES)}"
+                )
+            parsed[key] = _positive(value, field, integer=False, fail=fail)
+        units[unit] = MappingProxyType(parsed)
+    return units
+
+
+def _sources(table: Mapping[str, Any], label: str, fail: Any) -> dict[str, str]:
+    """The [sources] table: where each figure comes from, keyed by field name or 'notes'."""
+    sources: dict[str, str] = {}
+    for key, value in table.items():
+        field = f"sources.{key}"
+        if key not in _SOURCE_KEYS:
+            raise HardwareError(
+                f"{label}: unknown key {field!r}; sources are keyed by field name "
+                "(e.g. 'dram_bytes_per_s', 'matrix', 'matrix.fp8') or 'notes'"
+            )
+        if not isinstance(value, str) or not value.strip():
+            raise fail(field, "must be a non-empty string", value)
+        sources[key] = value.strip()
+    return sources
 
 
 def _positive(value: Any, field: str, *, integer: bool, fail: Any) -> Any:

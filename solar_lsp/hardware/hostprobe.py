@@ -26,6 +26,8 @@ FMA_PIPES = 2  # the most FMA pipes per core on current x86/Arm server cores
 
 @dataclass
 class HostFacts:
+    """What the probe reads about this machine's CPU before measuring anything."""
+
     model: str
     cores: int
     lanes_fp32: int  # fp32 lanes of the widest vector unit
@@ -105,6 +107,7 @@ def _parse_size(text: str) -> int:
 
 
 def facts() -> HostFacts:
+    """The host CPU's model, cores, vector width, ceiling clock and cache and memory sizes."""
     info = _cpuinfo()
     flags = set(info.get("flags", info.get("Features", "")).split())
     arch = platform.machine().lower()
@@ -245,6 +248,7 @@ _HEADER = "# solar hw probe v{v}"
 
 
 def to_toml(d: dict) -> str:
+    """A probed chip description as the text of a chip file, with a dated header."""
     lines = [_HEADER.format(v=PROBE_VERSION) + f", {time.strftime('%Y-%m-%d %H:%M:%S')}; every figure is a "
              "ceiling so bounds stay lower bounds."]
     tables = {k: v for k, v in d.items() if isinstance(v, dict)}
@@ -269,6 +273,7 @@ def _val(v) -> str:
 
 
 def host_toml_path() -> str:
+    """Where the probed chip file for this machine is kept."""
     base = os.environ.get("SOLAR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "solar-lsp")
     return os.path.join(base, "host.toml")
 

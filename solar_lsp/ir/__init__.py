@@ -1,0 +1,1 @@
+"""The Affine Loop IR: its objects, text form, validator and executor (lowest layer)."""

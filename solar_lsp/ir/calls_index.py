@@ -1,4 +1,4 @@
-"""Composition-layer calls for data-dependent selection, sorting and indexing (DESIGN §3).
+"""Composition-layer calls for data-dependent selection, sorting and indexing (docs/architecture.md §3).
 
 Sort, top-k, arg-extremes, advanced indexing and scatters have data-dependent positions, so
 they are composition steps (``Op.kind == "gather"``) rather than affine kernels. This module

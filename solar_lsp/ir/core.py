@@ -1,4 +1,4 @@
-"""Affine Loop IR, object form (DESIGN §3).
+"""Affine Loop IR, object form (docs/architecture.md §3).
 
 A *kernel* is one perfect loop nest with a single statement
 ``Out[idx] op= f(In1[idx1], ...)`` whose indices are affine in the loop variables.
@@ -114,12 +114,16 @@ class Affine:
 
 @dataclass(frozen=True)
 class Load:
+    """A read of a tensor at an affine index (also the output of a kernel)."""
+
     tensor: str
     index: tuple[Affine, ...]
 
 
 @dataclass(frozen=True)
 class Const:
+    """A float constant in a kernel expression."""
+
     value: float
 
 
@@ -132,6 +136,8 @@ class Index:
 
 @dataclass(frozen=True)
 class Call:
+    """A scalar function (from SCALAR_FUNCS) applied to sub-expressions."""
+
     fn: str
     args: tuple[Expr, ...]
 
@@ -140,6 +146,7 @@ Expr = Load | Const | Index | Call
 
 
 def walk(expr: Expr) -> Iterator[Expr]:
+    """Every node of an expression, pre-order."""
     yield expr
     if isinstance(expr, Call):
         for a in expr.args:
@@ -147,6 +154,7 @@ def walk(expr: Expr) -> Iterator[Expr]:
 
 
 def loads(expr: Expr) -> list[Load]:
+    """The tensor reads of an expression, in pre-order."""
     return [e for e in walk(expr) if isinstance(e, Load)]
 
 
@@ -169,6 +177,8 @@ class Guard:
 
 @dataclass(frozen=True)
 class TensorType:
+    """Shape and dtype of a tensor of a program."""
+
     shape: tuple[int, ...]
     dtype: str  # canonical torch-style name: float32, bfloat16, int64, ...
 
@@ -182,6 +192,8 @@ class TensorType:
 
 @dataclass(frozen=True)
 class Kernel:
+    """One perfect loop nest with one statement ``out[idx] op= expr``."""
+
     name: str
     loops: tuple[tuple[str, int], ...]
     out: Load
@@ -245,6 +257,8 @@ class Op:
 
 @dataclass
 class Program:
+    """The ops of one entry in execution order and the tensors between them."""
+
     name: str
     tensors: dict[str, TensorType] = field(default_factory=dict)
     ops: list[Op] = field(default_factory=list)

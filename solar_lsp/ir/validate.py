@@ -1,4 +1,4 @@
-"""Validator for the Affine Loop IR (DESIGN §3).
+"""Validator for the Affine Loop IR (docs/architecture.md §3).
 
 ``validate_kernel`` checks one kernel against the tensor types it touches;
 ``validate_program`` checks a whole program (tensors, roles, views, ops and the
@@ -21,6 +21,7 @@ from solar_lsp.ir.core import (
     Index,
     Kernel,
     Load,
+    Op,
     Program,
     TensorType,
     walk,
@@ -126,8 +127,32 @@ def validate_kernel(k: Kernel, tensors: Mapping[str, TensorType]) -> None:
 
     if not isinstance(k, Kernel):
         fail(f"not a Kernel (got {type(k).__name__})")
+    loop_vars = _check_loops(k, fail)
+    _check_statement_form(k, fail)
+    nodes = list(walk(k.expr))
+    _check_nodes(nodes, fail)
+    all_loads = [k.out] + [n for n in nodes if isinstance(n, Load)]
+    _check_indices(k, all_loads, nodes, loop_vars, fail)
+    _check_ranks(k, all_loads, tensors, fail)
 
-    # -- loops
+    # -- reads of the kernel's own output: in-place update or a recurrence, nothing else
+    recurrence_var(k)
+
+    # -- '=' needs every loop variable in the output index
+    if k.op == "=" and k.reduce_vars:
+        rv = ", ".join(repr(v) for v in k.reduce_vars)
+        fail(
+            f"op '=' but loop variable(s) {rv} do not appear in the output index "
+            f"{_fmt_load(k.out)}; last write wins is ambiguous (use +=, *=, max= or min= "
+            "for a reduction)"
+        )
+    if k.unit == "matrix":
+        _check_matrix(k, fail)
+    _check_bounds(k, all_loads, tensors, fail)
+
+
+def _check_loops(k: Kernel, fail) -> list[str]:
+    """The loop variables, in order, once each loop is a (fresh identifier, positive int)."""
     loop_vars: list[str] = []
     for entry in k.loops:
         if not (isinstance(entry, tuple) and len(entry) == 2):
@@ -140,9 +165,11 @@ def validate_kernel(k: Kernel, tensors: Mapping[str, TensorType]) -> None:
         if not _is_int(e) or e <= 0:
             fail(f"loop {v!r} has extent {e!r}; extents must be positive ints")
         loop_vars.append(v)
-    extents = dict(k.loops)
+    return loop_vars
 
-    # -- statement form
+
+def _check_statement_form(k: Kernel, fail) -> None:
+    """Assignment op, unit and init from the IR's vocabulary, and a Load as the output."""
     if k.op not in ASSIGN_OPS:
         fail(f"assignment op {k.op!r} is not one of {', '.join(ASSIGN_OPS)}")
     if k.unit not in UNITS:
@@ -152,8 +179,9 @@ def validate_kernel(k: Kernel, tensors: Mapping[str, TensorType]) -> None:
     if not isinstance(k.out, Load):
         fail(f"output is not a Load (got {type(k.out).__name__})")
 
-    # -- expression nodes, vocabulary, arity
-    nodes = list(walk(k.expr))
+
+def _check_nodes(nodes: list, fail) -> None:
+    """Expression nodes, vocabulary, arity."""
     for node in nodes:
         if isinstance(node, Call):
             if node.fn not in SCALAR_FUNCS:
@@ -170,9 +198,10 @@ def validate_kernel(k: Kernel, tensors: Mapping[str, TensorType]) -> None:
                 fail(f"constant {node.value!r} is not a number")
         elif not isinstance(node, (Load, Index)):
             fail(f"unknown expression node {node!r}")
-    all_loads = [k.out] + [n for n in nodes if isinstance(n, Load)]
 
-    # -- affine indices use only loop variables
+
+def _check_indices(k: Kernel, all_loads: list[Load], nodes: list, loop_vars: list[str], fail) -> None:
+    """Affine indices, idx() and guards use only loop variables; guard bounds are ints."""
     for ld in all_loads:
         for d, a in enumerate(ld.index):
             text = str(a) if isinstance(a, Affine) else repr(a)
@@ -192,7 +221,9 @@ def validate_kernel(k: Kernel, tensors: Mapping[str, TensorType]) -> None:
         if g.lo is not None and g.hi is not None and not g.lo < g.hi:
             fail(f"guard {g.lo} <= {text} < {g.hi} is empty (needs lo < hi)")
 
-    # -- tensors exist with matching rank
+
+def _check_ranks(k: Kernel, all_loads: list[Load], tensors: Mapping[str, TensorType], fail) -> None:
+    """Tensors exist with matching rank."""
     for ld in all_loads:
         if ld.tensor not in tensors:
             role = "output" if ld is k.out else "input"
@@ -201,41 +232,33 @@ def validate_kernel(k: Kernel, tensors: Mapping[str, TensorType]) -> None:
         if len(ld.index) != rank:
             fail(f"{_fmt_load(ld)} indexes {len(ld.index)} dim(s) but {ld.tensor!r} has rank {rank}")
 
-    # -- reads of the kernel's own output: in-place update or a recurrence, nothing else
-    recurrence_var(k)
 
-    # -- '=' needs every loop variable in the output index
-    if k.op == "=" and k.reduce_vars:
-        rv = ", ".join(repr(v) for v in k.reduce_vars)
+def _check_matrix(k: Kernel, fail) -> None:
+    """Matrix units run `out += a * b` contractions only."""
+    def operand_ok(e: object) -> bool:
+        if isinstance(e, Call) and e.fn.startswith("cast_") and len(e.args) == 1:
+            e = e.args[0]
+        return isinstance(e, Load)
+
+    e = k.expr
+    if not (
+        k.op == "+="
+        and isinstance(e, Call)
+        and e.fn == "mul"
+        and len(e.args) == 2
+        and all(operand_ok(a) for a in e.args)
+    ):
         fail(
-            f"op '=' but loop variable(s) {rv} do not appear in the output index "
-            f"{_fmt_load(k.out)}; last write wins is ambiguous (use +=, *=, max= or min= "
-            "for a reduction)"
+            "a matrix kernel must have the form `out[...] += a[...] * b[...]` "
+            f"(op '+=', expr mul(Load, Load), each optionally cast_*); got op {k.op!r}"
         )
+    if not k.reduce_vars:
+        fail("a matrix kernel needs at least one reduction variable")
 
-    # -- matrix units run `out += a * b` contractions only
-    if k.unit == "matrix":
-        def operand_ok(e: object) -> bool:
-            if isinstance(e, Call) and e.fn.startswith("cast_") and len(e.args) == 1:
-                e = e.args[0]
-            return isinstance(e, Load)
 
-        e = k.expr
-        if not (
-            k.op == "+="
-            and isinstance(e, Call)
-            and e.fn == "mul"
-            and len(e.args) == 2
-            and all(operand_ok(a) for a in e.args)
-        ):
-            fail(
-                "a matrix kernel must have the form `out[...] += a[...] * b[...]` "
-                f"(op '+=', expr mul(Load, Load), each optionally cast_*); got op {k.op!r}"
-            )
-        if not k.reduce_vars:
-            fail("a matrix kernel needs at least one reduction variable")
-
-    # -- bounds: every access stays inside its tensor unless guarded
+def _check_bounds(k: Kernel, all_loads: list[Load], tensors: Mapping[str, TensorType], fail) -> None:
+    """Every access stays inside its tensor unless guarded."""
+    extents = dict(k.loops)
     guard_ranges: dict[object, list[Guard]] = {}
     for g in k.guards:
         guard_ranges.setdefault(_norm(g.expr), []).append(g)
@@ -264,6 +287,17 @@ def validate_program(p: Program) -> None:
     def fail(msg: str):
         raise IRValidationError(f"program {p.name!r}: {msg}")
 
+    _check_tensors(p, fail)
+    ids: set[str] = set()
+    for op in p.ops:
+        if op.id in ids:
+            fail(f"op id {op.id!r} is used twice")
+        ids.add(op.id)
+        _check_op(p, op)
+
+
+def _check_tensors(p: Program, fail) -> None:
+    """Tensor types, roles, views (acyclic) and unique counts refer to declared tensors."""
     for t, ty in p.tensors.items():
         if not isinstance(ty, TensorType):
             fail(f"tensor {t!r} has type {ty!r}, not a TensorType")
@@ -293,36 +327,35 @@ def validate_program(p: Program) -> None:
         if not _is_int(n) or n < 0:
             fail(f"unique-count of {t!r} is {n!r}; must be a non-negative int")
 
-    ids: set[str] = set()
-    for op in p.ops:
-        if op.id in ids:
-            fail(f"op id {op.id!r} is used twice")
-        ids.add(op.id)
 
-        def ofail(msg: str, op=op):
-            raise IRValidationError(f"program {p.name!r}: op {op.id!r}: {msg}")
+def _check_op(p: Program, op: Op) -> None:
+    """An op's kind and tensors, its kernels, and that each kernel reads only what the op
+    reads, writes, or an earlier kernel of the op wrote."""
 
-        if op.kind not in OP_KINDS:
-            ofail(f"kind {op.kind!r} is not one of {', '.join(OP_KINDS)}")
-        for t in op.inputs:
-            if t not in p.tensors:
-                ofail(f"input tensor {t!r} is not declared")
-        for t in op.outputs:
-            if t not in p.tensors:
-                ofail(f"output tensor {t!r} is not declared")
-        visible = set(op.inputs) | set(op.outputs)
-        visible_bases = {p.base(t) for t in visible}
-        written: set[str] = set()
-        for k in op.kernels:
-            try:
-                validate_kernel(k, p.tensors)
-            except IRValidationError as e:
-                ofail(str(e))
-            for name in k.inputs():
-                if name in visible or name in written or p.base(name) in visible_bases:
-                    continue
-                ofail(
-                    f"kernel {k.name!r}: reads {name!r}, which is neither an input or output "
-                    "of the op nor written by an earlier kernel of the op"
-                )
-            written.add(k.out.tensor)
+    def ofail(msg: str, op=op):
+        raise IRValidationError(f"program {p.name!r}: op {op.id!r}: {msg}")
+
+    if op.kind not in OP_KINDS:
+        ofail(f"kind {op.kind!r} is not one of {', '.join(OP_KINDS)}")
+    for t in op.inputs:
+        if t not in p.tensors:
+            ofail(f"input tensor {t!r} is not declared")
+    for t in op.outputs:
+        if t not in p.tensors:
+            ofail(f"output tensor {t!r} is not declared")
+    visible = set(op.inputs) | set(op.outputs)
+    visible_bases = {p.base(t) for t in visible}
+    written: set[str] = set()
+    for k in op.kernels:
+        try:
+            validate_kernel(k, p.tensors)
+        except IRValidationError as e:
+            ofail(str(e))
+        for name in k.inputs():
+            if name in visible or name in written or p.base(name) in visible_bases:
+                continue
+            ofail(
+                f"kernel {k.name!r}: reads {name!r}, which is neither an input or output "
+                "of the op nor written by an earlier kernel of the op"
+            )
+        written.add(k.out.tensor)

@@ -34,6 +34,8 @@ _PRAGMA_RE = re.compile(r"^#\s*solar\s*:(.*)$", re.DOTALL)
 
 @dataclass(frozen=True)
 class Entry:
+    """One analyzable entry point found in a file: what to build and with which inputs."""
+
     name: str  # "Model" or the function/class name
     kind: str  # "model" | "function" | "module"
     line: int  # 1-based line of the def/class keyword
@@ -386,40 +388,46 @@ def discover(source: str, path: str = "<string>", config: Mapping | None = None)
                     )
                 )
             continue
-
-        err_line = pragma_line if pragma_line is not None else node.lineno
-        try:
-            inputs, init_args, init_kwargs = parse_segments(segments, dims)
-        except PragmaError as e:
-            if node.name in config_entries:
-                raise PragmaError(
-                    f"config entry '{node.name}': {e.detail}", node.lineno, node.col_offset + 1
-                ) from None
-            raise
-        if isinstance(node, ast.AsyncFunctionDef):
-            raise PragmaError(f"async function '{node.name}' cannot be analyzed", err_line)
-        kind = "module" if isinstance(node, ast.ClassDef) else "function"
-        if kind == "function" and (init_args or init_kwargs):
-            raise PragmaError(
-                f"init= is only valid for a class, not function '{node.name}'", err_line
-            )
-        inputs = _match_signature(node, frontend, inputs, err_line)
-        entries.append(
-            Entry(
-                name=node.name,
-                kind=kind,
-                line=node.lineno,
-                end_line=node.end_lineno or node.lineno,
-                frontend=frontend,
-                inputs=tuple(inputs),
-                init_args=init_args,
-                init_kwargs=init_kwargs,
-                pragma=pragma_text,
-                pragma_line=pragma_line,
-            )
-        )
+        entries.append(_pragma_entry(node, frontend, segments, dims, node.name in config_entries,
+                                     pragma_text, pragma_line))
     entries.sort(key=lambda e: e.line)
     return entries
+
+
+def _pragma_entry(node: _DefNode, frontend: str, segments: list[tuple[str, int | None, int | None]],
+                  dims: dict[str, int], from_config: bool, pragma_text: str | None,
+                  pragma_line: int | None) -> Entry:
+    """The entry a pragma (or a config entry) declares on ``node``, checked against its
+    signature."""
+    err_line = pragma_line if pragma_line is not None else node.lineno
+    try:
+        inputs, init_args, init_kwargs = parse_segments(segments, dims)
+    except PragmaError as e:
+        if from_config:
+            raise PragmaError(
+                f"config entry '{node.name}': {e.detail}", node.lineno, node.col_offset + 1
+            ) from None
+        raise
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise PragmaError(f"async function '{node.name}' cannot be analyzed", err_line)
+    kind = "module" if isinstance(node, ast.ClassDef) else "function"
+    if kind == "function" and (init_args or init_kwargs):
+        raise PragmaError(
+            f"init= is only valid for a class, not function '{node.name}'", err_line
+        )
+    inputs = _match_signature(node, frontend, inputs, err_line)
+    return Entry(
+        name=node.name,
+        kind=kind,
+        line=node.lineno,
+        end_line=node.end_lineno or node.lineno,
+        frontend=frontend,
+        inputs=tuple(inputs),
+        init_args=init_args,
+        init_kwargs=init_kwargs,
+        pragma=pragma_text,
+        pragma_line=pragma_line,
+    )
 
 
 def discover_file(path: str | os.PathLike, config: Mapping | None = None) -> list[Entry]:

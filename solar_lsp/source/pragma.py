@@ -333,26 +333,7 @@ def parse_segments(
 
             tm = _TENSOR_RE.match(value)
             if tm:
-                head, body = tm.group(1), tm.group(2)
-                dtype = canonical_dtype(head)
-                if dtype is None:
-                    raise PragmaError(
-                        f"unknown dtype '{head}' for '{name}' (known: "
-                        f"{', '.join(k for k, v in DTYPE_ALIASES.items() if k != v)}"
-                        " or torch names such as float32, bfloat16, float8_e4m3fn)",
-                        line,
-                        col,
-                    )
-                shape: tuple[int, ...] = ()
-                if body.strip():
-                    tup = _parse_expr(f"({body},)", f"shape of '{name}'", line, col)
-                    if not isinstance(tup, ast.Tuple):  # pragma: no cover - defensive
-                        raise PragmaError(f"cannot parse shape of '{name}'", line, col)
-                    shape = tuple(
-                        _int_value(e, env, f"dim {i} of '{name}'", line, col)
-                        for i, e in enumerate(tup.elts)
-                    )
-                inputs.append(TensorSpec(name, dtype, shape))
+                inputs.append(_parse_tensor(name, tm.group(1), tm.group(2), env, line, col))
                 continue
 
             if canonical_dtype(value) is not None and value not in env:
@@ -366,6 +347,29 @@ def parse_segments(
             env[name] = _int_value(node, env, f"dim '{name}'", line, col)
 
     return inputs, init_args, init_kwargs
+
+
+def _parse_tensor(name: str, head: str, body: str, env: dict[str, int], line, col) -> TensorSpec:
+    """``name=dtype[shape]``: the dtype by any of its names, the dims as integer expressions."""
+    dtype = canonical_dtype(head)
+    if dtype is None:
+        raise PragmaError(
+            f"unknown dtype '{head}' for '{name}' (known: "
+            f"{', '.join(k for k, v in DTYPE_ALIASES.items() if k != v)}"
+            " or torch names such as float32, bfloat16, float8_e4m3fn)",
+            line,
+            col,
+        )
+    shape: tuple[int, ...] = ()
+    if body.strip():
+        tup = _parse_expr(f"({body},)", f"shape of '{name}'", line, col)
+        if not isinstance(tup, ast.Tuple):  # pragma: no cover - defensive
+            raise PragmaError(f"cannot parse shape of '{name}'", line, col)
+        shape = tuple(
+            _int_value(e, env, f"dim {i} of '{name}'", line, col)
+            for i, e in enumerate(tup.elts)
+        )
+    return TensorSpec(name, dtype, shape)
 
 
 def _parse_scalar(name, kind, src, env, line, col) -> TensorSpec:

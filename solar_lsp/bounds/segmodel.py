@@ -1,0 +1,399 @@
+"""The model of one fused segment that the tiling search prices (:mod:`solar_lsp.bounds.tiling`):
+its loops unified into dimensions through the tensors its kernels pass to each other, and every
+access to a tensor it reads, writes or keeps on chip, by the dimensions that index it."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from solar_lsp.bounds.einsum_graph import tensor_bytes
+from solar_lsp.bounds.viewmap import ViewMap
+from solar_lsp.ir.core import Affine, Kernel, Op, Program, loads
+from solar_lsp.source.pragma import dtype_size
+
+MAX_LADDER = 12  # tile sizes per dimension (powers of two and the full extent)
+SMALL_DIM = 4  # dims this short (filter taps) are never split
+
+
+@dataclass(frozen=True)
+class Pos:
+    """An affine index position ``sum(coef * dim) + const`` clamped to ``[0, extent)``."""
+
+    terms: tuple[tuple[int, int], ...]
+    const: int
+    extent: int
+
+
+@dataclass
+class Access:
+    """One way the segment touches a tensor."""
+
+    tensor: str
+    role: str  # "in" | "out" | "mid"
+    nbytes: int
+    elsize: int
+    plain: frozenset[int]  # dims indexed by a plain position
+    affine: tuple[Pos, ...]  # positions with strides, offsets or several dims (halos)
+    reader_dims: list[frozenset[int]] = field(default_factory=list)
+    writer_dims: frozenset[int] = frozenset()
+    out_too: bool = False  # an intermediate that is also needed after the segment
+
+    @property
+    def dims(self) -> frozenset[int]:
+        return self.plain | {d for p in self.affine for d, _ in p.terms}
+
+
+@dataclass
+class Dim:
+    """One dimension of a segment: loops of identical role merged, and its tile ladder."""
+
+    label: str
+    extents: tuple[int, ...]  # merged loops, outer to inner
+    ladder: list[tuple[tuple[int, ...], int]]  # (tile per merged loop, trips); full extent last
+
+    @property
+    def extent(self) -> int:
+        return math.prod(self.extents)
+
+
+@dataclass
+class SegModel:
+    """A fused segment as the schedule search sees it: its dims and the accesses that cost."""
+
+    dims: list[Dim]
+    accesses: list[Access]
+    kernel_dims: list[frozenset[int]]
+    batch: list[str]  # labels of the dims tiled by 1 and placed outermost
+
+    def key(self) -> tuple:
+        """Structure of the model without names: equal keys have equal schedules."""
+        return (tuple(d.extents for d in self.dims),
+                tuple((a.role, a.nbytes, a.elsize, tuple(sorted(a.plain)), a.affine,
+                       tuple(sorted(tuple(sorted(r)) for r in a.reader_dims)),
+                       tuple(sorted(a.writer_dims)), a.out_too) for a in self.accesses))
+
+
+# ------------------------------------------------------------------ building the model
+
+
+class _UF:
+    def __init__(self) -> None:
+        self.parent: dict = {}
+        self.kernels: dict = {}
+
+    def add(self, node: tuple[int, str]) -> None:
+        if node not in self.parent:
+            self.parent[node] = node
+            self.kernels[node] = {node[0]}
+
+    def find(self, x):
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a, b) -> bool:
+        """Merge two loop classes; False if that would identify two loops of one kernel."""
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return True
+        if self.kernels[ra] & self.kernels[rb]:
+            return False
+        self.parent[rb] = ra
+        self.kernels[ra] |= self.kernels.pop(rb)
+        return True
+
+
+def _terms(a: Affine, ext: dict[str, int]) -> tuple[list[tuple[str, int]], int]:
+    """Terms of an index without loops of extent 1 (they are constant 0)."""
+    return [(v, c) for v, c in a.terms if c and ext.get(v, 1) > 1], a.const
+
+
+def _plain(a: Affine, ext: dict[str, int]) -> str | None:
+    t, c = _terms(a, ext)
+    return t[0][0] if len(t) == 1 and t[0][1] == 1 and c == 0 else None
+
+
+
+@dataclass
+class _Segment:
+    """The kernels of a segment and the tensors they reach, as ``build_model`` gathers them."""
+
+    p: Program
+    kernels: list[Kernel]
+    ext: list[dict[str, int]]
+    uf: _UF
+    needed_outside: set[str]
+    # (reader, writer, base index) of every read of a tensor written earlier in the segment
+    internal: list[tuple[int, int, tuple[Affine, ...]]] = field(default_factory=list)
+    external: list[tuple[int, str, tuple[Affine, ...]]] = field(default_factory=list)
+    writers: dict[str, list[int]] = field(default_factory=dict)
+    mids: dict[str, set[int]] = field(default_factory=dict)
+
+
+def build_model(p: Program, vm: ViewMap, ops: list[Op], free: set[str],
+                needed_outside: set[str]) -> SegModel | None:
+    """The segment model of ``ops`` (in program order), or None when they cannot share tiles:
+    a view that is not affine between two of them, a halo or offset read of an intermediate,
+    a partial write, or a transposed reread of a tensor inside one tile."""
+    kernels = [k for op in ops for k in op.kernels]
+    if not kernels:
+        return None
+    ext = [dict(k.loops) for k in kernels]
+    uf = _UF()
+    for ki, e in enumerate(ext):
+        for v, n in e.items():
+            if n > 1:
+                uf.add((ki, v))
+    seg = _Segment(p, kernels, ext, uf, needed_outside)
+    if not _trace_tensors(seg, vm, free) or not _unify_internal(seg):
+        return None
+    _unify_external(seg)
+    return _assemble(seg)
+
+
+def _trace_tensors(seg: _Segment, vm: ViewMap, free: set[str]) -> bool:
+    """Sort every read into internal (written earlier in the segment) and external; False when
+    an internal read is not affine through its views or a kernel does not write all its output."""
+    p = seg.p
+    last_writer: dict[str, int] = {}
+    for ki, k in enumerate(seg.kernels):
+        lds = loads(k.expr) + ([k.out] if k.init == "keep" else [])
+        for ld in lds:
+            b = p.base(ld.tensor)
+            if b in free:
+                continue
+            if b in last_writer:
+                m = vm.to_base(ld.tensor, ld.index)
+                if m is None or m[0] != b:
+                    return False
+                seg.internal.append((ki, last_writer[b], m[1]))
+                seg.mids.setdefault(b, set()).add(ki)
+            else:
+                seg.external.append((ki, ld.tensor, ld.index))
+        if not _full_write(k, p):
+            return False
+        last_writer[k.out.tensor] = ki
+        seg.writers.setdefault(k.out.tensor, []).append(ki)
+    return True
+
+
+def _unify_internal(seg: _Segment) -> bool:
+    """Identify each producer loop with the consumer loop that reads the same position; False
+    when an intermediate is read at a halo or offset, or two loops of one kernel would merge."""
+    ext, uf = seg.ext, seg.uf
+    for kc, kp, bidx in seg.internal:
+        pidx = seg.kernels[kp].out.index
+        if len(pidx) != len(bidx):
+            return False
+        for pe, ce in zip(pidx, bidx):
+            pt, _ = _terms(pe, ext[kp])
+            if not pt:
+                continue
+            v = _plain(pe, ext[kp])
+            if v is None:
+                return False
+            ct, _ = _terms(ce, ext[kc])
+            u = _plain(ce, ext[kc])
+            if u is not None and ext[kc][u] == ext[kp][v]:
+                if not uf.union((kp, v), (kc, u)):
+                    return False
+            elif ct:
+                return False
+    return True
+
+
+def _unify_external(seg: _Segment) -> None:
+    """Identify the loops of two kernels that read one outside tensor at positions of the same
+    shape."""
+    ext, uf = seg.ext, seg.uf
+    by_tensor: dict[str, list[tuple[int, tuple[Affine, ...]]]] = {}
+    for ki, t, idx in seg.external:
+        by_tensor.setdefault(t, []).append((ki, idx))
+    for uses in by_tensor.values():
+        for (ka, ia), (kb, ib) in itertools.combinations(uses, 2):
+            if ka == kb or len(ia) != len(ib):
+                continue
+            for a, b in zip(ia, ib):
+                for va, vb in _matching_terms(a, ext[ka], b, ext[kb]):
+                    uf.union((ka, va), (kb, vb))  # a refusal only leaves two access patterns
+
+
+def _matching_terms(a: Affine, ea: dict[str, int], b: Affine, eb: dict[str, int]):
+    """Loop pairs of two index positions of the same shape (``2*s0 + k0`` and ``2*s + k``):
+    equal constants and terms that pair up one to one by (coefficient, extent)."""
+    ta, ca = _terms(a, ea)
+    tb, cb = _terms(b, eb)
+    if ca != cb or len(ta) != len(tb):
+        return []
+    ka = sorted((c, ea[v], v) for v, c in ta)
+    kb = sorted((c, eb[v], v) for v, c in tb)
+    if [x[:2] for x in ka] != [x[:2] for x in kb] or len({x[:2] for x in ka}) != len(ka):
+        return []
+    return [(x[2], y[2]) for x, y in zip(ka, kb)]
+
+
+def _full_write(k, p: Program) -> bool:
+    """Does the kernel write every element of its output with plain loop variables?"""
+    shape = p.tensors[k.out.tensor].shape
+    ext = dict(k.loops)
+    seen = set()
+    for a, n in zip(k.out.index, shape):
+        t, c = _terms(a, ext)
+        if not t:
+            if n != 1 or c != 0:
+                return False
+            continue
+        v = _plain(a, ext)
+        if v is None or ext[v] != n or v in seen:
+            return False
+        seen.add(v)
+    return True
+
+
+
+def _assemble(seg: _Segment) -> SegModel | None:
+    cls, order, kclasses = _loop_classes(seg)
+    raw = _raw_accesses(seg, cls)
+    for r in raw:  # one class per loop at most once per access
+        if any(d in r["plain"] for pos in r["affine"] for d, _ in pos.terms):
+            return None
+    dim_of, dims, batch_cls = _merge_dims(raw, order, kclasses)
+    p = seg.p
+    accesses = []
+    for r in raw:
+        t = r["tensor"]
+        el = dtype_size(p.tensors[t].dtype)
+        plain = frozenset(dim_of[c] for c in r["plain"] if c in dim_of)
+        aff = tuple(Pos(tuple((dim_of[c], co) for c, co in pos.terms), pos.const, pos.extent)
+                    for pos in r["affine"])
+        rd = [frozenset(dim_of[c] for c in kclasses[ki] if c in dim_of) for ki in r["readers"]]
+        wd = frozenset(dim_of[c] for ki in r.get("writers", ()) for c in kclasses[ki] if c in dim_of)
+        accesses.append(Access(t, r["role"], tensor_bytes(p, t), el, plain, aff, rd, wd,
+                               r.get("out_too", False)))
+    kdims = [frozenset(dim_of[c] for c in kc if c in dim_of) for kc in kclasses]
+    return SegModel(dims, accesses, kdims, [order[c][2] for c in batch_cls])
+
+
+def _loop_classes(seg: _Segment) -> tuple[dict, list, list[frozenset[int]]]:
+    """Number the unified loop classes in first-seen order: (class of each root, (root, extent,
+    first loop name) per class, the classes of each kernel)."""
+    uf = seg.uf
+    cls: dict = {}
+    order: list = []
+    for ki, k in enumerate(seg.kernels):
+        for v, n in k.loops:
+            if n > 1:
+                r = uf.find((ki, v))
+                if r not in cls:
+                    cls[r] = len(order)
+                    order.append((r, n, v))
+    kclasses = [frozenset(cls[uf.find((ki, v))] for v, n in k.loops if n > 1)
+                for ki, k in enumerate(seg.kernels)]
+    return cls, order, kclasses
+
+
+def _positions(seg: _Segment, cls: dict, ki: int, idx: tuple[Affine, ...],
+               shape) -> tuple[set[int], list[Pos]]:
+    """The classes kernel ``ki`` indexes plainly with ``idx``, and its other positions."""
+    ext, uf = seg.ext, seg.uf
+    plain, aff = set(), []
+    for a, n in zip(idx, shape):
+        t, c = _terms(a, ext[ki])
+        if not t:
+            continue
+        v = _plain(a, ext[ki])
+        if v is not None:
+            plain.add(cls[uf.find((ki, v))])
+        else:
+            aff.append(Pos(tuple((cls[uf.find((ki, w))], co) for w, co in t), c, n))
+    return plain, aff
+
+
+def _raw_accesses(seg: _Segment, cls: dict) -> list[dict]:
+    """Accesses over loop classes: one per distinct pattern of an outside read, one per tensor
+    written."""
+    p, kernels = seg.p, seg.kernels
+    raw: list[dict] = []
+    seen: dict = {}
+    for ki, t, idx in seg.external:
+        plain, aff = _positions(seg, cls, ki, idx, p.tensors[t].shape)
+        key = (t, frozenset(plain), tuple(aff))
+        if key not in seen:
+            seen[key] = len(raw)
+            raw.append({"tensor": t, "role": "in", "plain": plain, "affine": aff, "readers": []})
+        raw[seen[key]]["readers"].append(ki)
+    for t, ws in seg.writers.items():
+        plain, aff = _positions(seg, cls, ws[-1], kernels[ws[-1]].out.index, p.tensors[t].shape)
+        role = "mid" if t in seg.mids else "out"
+        raw.append({"tensor": t, "role": role, "plain": plain, "affine": aff,
+                    "readers": sorted(seg.mids.get(t, ())), "writers": ws,
+                    "out_too": role == "mid" and t in seg.needed_outside})
+    return raw
+
+
+def _merge_dims(raw: list[dict], order: list,
+                kclasses: list[frozenset[int]]) -> tuple[dict[int, int], list[Dim], list[int]]:
+    """Classes with the same role in every access merge into one dim; a class in every access
+    and every kernel is batch-like. Returns (dim of each class, dims, batch classes)."""
+    n_cls = len(order)
+    sig = []
+    affine_cls = {d for r in raw for pos in r["affine"] for d, _ in pos.terms}
+    for c in range(n_cls):
+        sig.append((frozenset(i for i, r in enumerate(raw) if c in r["plain"]),
+                    frozenset(ki for ki, kc in enumerate(kclasses) if c in kc)))
+    all_acc = frozenset(range(len(raw)))
+    all_k = frozenset(range(len(kclasses)))
+    groups: dict = {}
+    batch_cls: list[int] = []
+    for c in range(n_cls):
+        if c in affine_cls:
+            groups[("aff", c)] = [c]
+        elif sig[c][0] == all_acc and sig[c][1] == all_k:
+            batch_cls.append(c)
+        else:
+            groups.setdefault(sig[c], []).append(c)
+    dim_of: dict[int, int] = {}
+    dims: list[Dim] = []
+    for members in groups.values():
+        for c in members:
+            dim_of[c] = len(dims)
+        exts = tuple(order[c][1] for c in members)
+        label = "·".join(order[c][2] for c in members)
+        while any(d.label == label for d in dims):
+            label += "'"
+        dims.append(Dim(label, exts, _ladder(exts)))
+    return dim_of, dims, batch_cls
+
+
+def _ladder(exts: tuple[int, ...], step: int = 2) -> list[tuple[tuple[int, ...], int]]:
+    """Tile sizes 1, 2, 4, ... and the full extent, realised over the merged loops inner
+    first; the full extent (trips 1) is last and the only entry with one trip."""
+    total = math.prod(exts)
+    if total <= SMALL_DIM:
+        return [(exts, 1)]
+    sizes = []
+    s = 1
+    while s < total:
+        sizes.append(s)
+        s *= step
+    if len(sizes) > MAX_LADDER - 1:  # keep the smallest tile and the largest ones
+        sizes = [sizes[0]] + sizes[-(MAX_LADDER - 2):]
+    out: list[tuple[tuple[int, ...], int]] = []
+    seen = set()
+    for s in sizes + [total]:
+        tiles = []
+        rem = s
+        for e in reversed(exts):
+            t = min(e, rem)
+            tiles.append(t)
+            rem = -(-rem // e) if rem > e else 1
+        tiles = tuple(reversed(tiles))
+        trips = math.prod(-(-e // t) for e, t in zip(exts, tiles))
+        if tiles in seen or (trips == 1 and s != total):
+            continue
+        seen.add(tiles)
+        out.append((tiles, trips))
+    return out

@@ -41,7 +41,35 @@ def seconds(t: float | None) -> str:
         if t >= scale:
             v = t / scale
             return f"{v:.3g} {unit}"
-    return f"{t / 1e-12:.3g} ps"
+    return "< 1 ns"  # below one clock of any chip: a bound this small says only "negligible"
+
+
+# framework op names as a user writes them, where the traced name is an internal spelling
+_FRIENDLY = {
+    "native_batch_norm_legit_no_training": "batch_norm", "native_batch_norm_legit": "batch_norm",
+    "native_batch_norm": "batch_norm", "native_layer_norm": "layer_norm",
+    "native_group_norm": "group_norm", "scaled_dot_product_flash_attention": "sdpa",
+    "scaled_dot_product_efficient_attention": "sdpa", "scaled_dot_product_attention": "sdpa",
+    "scaled_dot_product_cudnn_attention": "sdpa", "scaled_dot_product_flash_attention_for_cpu": "sdpa",
+    "to_copy": "to", "unsafe_view": "view", "log_softmax": "log_softmax", "convolution": "conv",
+    "fused_rms_norm": "rms_norm", "embedding_bag": "embedding_bag", "int_mm": "int_mm",
+}
+
+
+def op_name(target: str) -> str:
+    """A traced op's name as users know it: ``aten._native_batch_norm_legit.default`` →
+    ``batch_norm``; namespace and overload dropped."""
+    name = target
+    if "." in name:
+        parts = name.split(".")
+        name = parts[-2] if len(parts) >= 3 else parts[1] if parts[0] in ("aten", "prims") else parts[0]
+    name = name.lstrip("_")
+    return _FRIENDLY.get(name, name)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 op`` / ``3 ops``."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 _LAT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e-?\d+)?)\s*(s|ms|us|µs|ns)?\s*$", re.I)

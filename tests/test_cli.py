@@ -205,3 +205,26 @@ def test_subprocess_unknown_hw():
     assert "h900" in p.stderr
     for name in list_chips():
         assert name in p.stderr
+
+
+def test_table_shows_op_names_users_write(cli):
+    r = cli("analyze", "examples/resnet_block.py", "--no-verify")
+    assert r.code == 0
+    assert "batch_norm" in r.out and "_native_batch_norm" not in r.out
+
+
+def test_piped_output_never_splits_a_number_from_its_unit():
+    from conftest import run_solar
+    p = run_solar("analyze", "examples/mlp.py", "--no-verify", "--hw", "h100-sxm,b200,a6000")
+    assert p.returncode == 0, p.stderr
+    for line in p.stdout.splitlines():
+        assert not line.rstrip().endswith(("·", "(")), line  # a wrapped sentence
+    fused = [ln for ln in p.stdout.splitlines() if ln.strip().startswith("fused:")]
+    assert fused and "on matrix units" in fused[0]  # the whole sentence on one line
+
+
+def test_tiny_times_read_as_negligible():
+    from solar_lsp import units
+    assert units.seconds(3e-13) == "< 1 ns"
+    assert units.seconds(2.5e-9) == "2.5 ns"
+    assert units.plural(1, "op") == "1 op" and units.plural(3, "op") == "3 ops"

@@ -19,8 +19,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run one ``solar`` command; returns the exit code."""
     warnings.filterwarnings("ignore")
     args = build_parser().parse_args(argv)
+    # on a terminal, rich fits its width; piped or captured, lines are never wrapped (a wrap
+    # would split numbers from their units) and tables get room to stay one row per line
     out = Console(soft_wrap=False, width=max(120, Console().width))
+    if not out.is_terminal:
+        out = Console(soft_wrap=True, width=200)
     err = Console(stderr=True)
+    if not err.is_terminal:
+        err = Console(stderr=True, soft_wrap=True, width=200)
     if args.cmd == "hw":
         from solar_lsp.cli.hw import hw_command
         return hw_command(args, out, err)

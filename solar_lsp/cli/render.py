@@ -23,7 +23,7 @@ def render(report, console: Console, chips) -> None:
                        ("unfused", "right"), ("bound", "left")):
             t.add_column(col, justify=j)
         for ln in e.lines:
-            ops = ", ".join(sorted({o.target.replace("aten.", "").rsplit(".", 1)[0] for o in ln.ops}))
+            ops = ", ".join(sorted({units.op_name(o.target) for o in ln.ops}))
             t.add_row(str(ln.line) if ln.line else "?", ops, units.flops(ln.flops), units.nbytes(ln.bytes),
                       units.seconds(ln.t_unfused_s), ln.bound)
         tot = e.totals

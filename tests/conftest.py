@@ -98,3 +98,27 @@ def corpus_entry(name: str, verify: bool = True):
     assert r.error is None, r.error
     assert len(r.entries) == 1
     return r.entries[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parallel runs (pytest -n N): tests marked `serial` measure this machine (the host probe, timed
+# runs against its bounds), so nothing else may run beside them. Every test holds a shared lock
+# on one file for its duration; a serial test holds it exclusively.
+
+_LOCK = pathlib.Path(os.environ.get("PYTEST_XDIST_TESTRUNUID", "solar")).name
+
+
+@pytest.fixture(autouse=True)
+def _serial_lock(request, tmp_path_factory):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    import fcntl
+    path = tmp_path_factory.getbasetemp().parent / f"serial-{_LOCK}.lock"
+    exclusive = request.node.get_closest_marker("serial") is not None
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

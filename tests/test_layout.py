@@ -35,6 +35,8 @@ MAX_FUNCTION_LINES = 60
 def _modules() -> dict[str, pathlib.Path]:
     out = {}
     for p in PKG.rglob("*.py"):
+        if "examples" in p.relative_to(PKG).parts:  # llm/examples: prompt text, sent verbatim
+            continue
         parts = p.relative_to(PKG.parent).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]

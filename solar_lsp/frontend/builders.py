@@ -15,10 +15,12 @@ Shape = tuple[int, ...]
 
 
 def ivars(rank: int, prefix: str = "i") -> list[str]:
+    """Loop variable names for a rank-``rank`` nest: ``i0, i1, ...``."""
     return [f"{prefix}{d}" for d in range(rank)]
 
 
 def plain(vs: Sequence[str]) -> tuple[Affine, ...]:
+    """The identity index: each loop variable indexes its own axis."""
     return tuple(Affine.var(v) for v in vs)
 
 
@@ -90,6 +92,7 @@ def contraction(name: str, out: str, out_vars: Sequence[str], a: str, a_idx: Seq
 
 
 def window_index(out_var: str, k_var: str, stride: int, dilation: int, pad: int) -> Affine:
+    """The input index of a sliding window: ``out*stride + k*dilation - pad``."""
     return Affine.var(out_var, stride) + Affine.var(k_var, dilation) + (-pad)
 
 

@@ -4,7 +4,7 @@ Sort, top-k, arg-extremes, advanced indexing and scatters have data-dependent po
 they are composition steps (``Op.kind == "gather"``) rather than affine kernels. This module
 gives each call kind three things, all functions of the call and shapes alone:
 
-- ``apply``: its numpy semantics (what ``ir/execute.py::_apply_call`` runs, float64 arrays in,
+- ``apply``: its numpy semantics (what ``ir/execute.py::apply_call`` runs, float64 arrays in,
   one array or a tuple of arrays out, in the op's output order);
 - ``work``: the vector operations it counts, a *lower* bound on any implementation
   (comparisons for selection, combines for accumulating scatters; docs/sol-model.md);

@@ -265,7 +265,8 @@ def cache_size() -> int:
 # ---------------------------------------------------------------- composition layer
 
 
-def _apply_call(call: tuple, ins: list[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:
+def apply_call(call: tuple, ins: list[np.ndarray]) -> np.ndarray | tuple[np.ndarray, ...]:
+    """Run one composition-layer call (view, copy, gather, sort...) with numpy, float64 in."""
     kind = call[0]
     x = ins[0]
     if kind == "reshape":
@@ -347,7 +348,7 @@ def run_program_ops(p: Program, arrays: dict[str, np.ndarray]) -> None:
             raise ValueError(f"op {op.id} ({op.kind}) has no call to execute")
         for t in op.inputs:
             alloc(t)
-        results = _apply_call(op.call, [arrays[t] for t in op.inputs])
+        results = apply_call(op.call, [arrays[t] for t in op.inputs])
         if not isinstance(results, tuple):
             results = (results,)
         for out, res in zip(op.outputs, results):  # a call may fill several outputs in order

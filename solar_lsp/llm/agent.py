@@ -77,6 +77,38 @@ def _blocks(content: list[Any]) -> list[dict]:
     return out
 
 
+def _check_answer(resp: Any, check: Callable[[str], Check]) -> tuple[Any, str | None, Check]:
+    """The answer's ``submit_ir`` call (or None), its IR text, and the check of that IR (a
+    missing call or argument is a failed check)."""
+    tool = next((b for b in resp.content if getattr(b, "type", None) == "tool_use"
+                 and b.name == TOOL_NAME), None)
+    text = tool.input.get("ir") if tool is not None and isinstance(tool.input, dict) else None
+    if tool is None:
+        res = Check(False, f"no `{TOOL_NAME}` tool call in the answer "
+                           f"(stop_reason {resp.stop_reason})", "invalid")
+    elif not isinstance(text, str):
+        res = Check(False, f"the `{TOOL_NAME}` call has no string `ir` argument", "invalid")
+    else:
+        res = check(text)
+    return tool, text, res
+
+
+def _with_feedback(req: dict, resp: Any, tool: Any, rnd: int, reason: str) -> dict:
+    """The next round's request: the conversation so far, the answer, and why it was
+    rejected (as the tool call's error result when there was a call)."""
+    feedback = (f"Round {rnd} was rejected — {reason}\nFix the program and call "
+                f"`{TOOL_NAME}` again with the complete IR.")
+    reply: list[dict] = _blocks(resp.content)
+    req = {**req, "messages": [*req["messages"], {"role": "assistant", "content": reply}]}
+    if tool is not None:
+        user = [{"type": "tool_result", "tool_use_id": tool.id, "is_error": True,
+                 "content": feedback}]
+    else:
+        user = [{"type": "text", "text": feedback}]
+    req["messages"].append({"role": "user", "content": user})
+    return req
+
+
 def translate(mode: str, subject: str, message: str, check: Callable[[str], Check],
               cfg: LLMConfig, client_factory: Callable[[], Any],
               sleep: Callable[[float], None] = time.sleep) -> Translation:
@@ -98,16 +130,7 @@ def translate(mode: str, subject: str, message: str, check: Callable[[str], Chec
             tr.model = getattr(resp, "model", None) or tr.model
             entry: dict[str, Any] = {"round": rnd, "input_tokens": resp.usage.input_tokens,
                                      "output_tokens": resp.usage.output_tokens}
-            tool = next((b for b in resp.content if getattr(b, "type", None) == "tool_use"
-                         and b.name == TOOL_NAME), None)
-            text = tool.input.get("ir") if tool is not None and isinstance(tool.input, dict) else None
-            if tool is None:
-                res = Check(False, f"no `{TOOL_NAME}` tool call in the answer "
-                                   f"(stop_reason {resp.stop_reason})", "invalid")
-            elif not isinstance(text, str):
-                res = Check(False, f"the `{TOOL_NAME}` call has no string `ir` argument", "invalid")
-            else:
-                res = check(text)
+            tool, text, res = _check_answer(resp, check)
             entry["outcome"] = "accepted" if res.ok else res.kind
             if not res.ok:
                 entry["reason"] = res.reason[:2000]
@@ -120,16 +143,7 @@ def translate(mode: str, subject: str, message: str, check: Callable[[str], Chec
             tr.detail = res.reason
             if res.fatal or rnd == cfg.max_rounds:
                 break
-            feedback = (f"Round {rnd} was rejected — {res.reason}\nFix the program and call "
-                        f"`{TOOL_NAME}` again with the complete IR.")
-            reply: list[dict] = _blocks(resp.content)
-            req = {**req, "messages": [*req["messages"], {"role": "assistant", "content": reply}]}
-            if tool is not None:
-                user = [{"type": "tool_result", "tool_use_id": tool.id, "is_error": True,
-                         "content": feedback}]
-            else:
-                user = [{"type": "text", "text": feedback}]
-            req["messages"].append({"role": "user", "content": user})
+            req = _with_feedback(req, resp, tool, rnd, res.reason)
         if tr.status != "accepted":
             tr.detail = f"not accepted after {len(tr.rounds)} round(s): {tr.detail}"
     except LLMError as exc:

@@ -18,10 +18,12 @@ from solar_lsp.llm.prompt import PROMPT_VERSION
 
 
 def source_hash(source: str) -> str:
+    """The hash a cached answer keeps of the source it was verified against."""
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
 def key(*parts: Any) -> str:
+    """The cache key of a question: its parts plus the prompt and package versions."""
     blob = json.dumps([PROMPT_VERSION, __version__, *parts], sort_keys=True, default=str)
     return "llm:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -26,7 +26,8 @@ from solar_lsp.ir.text import IRSyntaxError, parse_program
 from solar_lsp.ir.validate import IRValidationError, validate_program
 from solar_lsp.llm.prompt import EntryTask, NodeTask, ttype
 from solar_lsp.source.discover import Entry
-from solar_lsp.verify.check_torch import RTOL, SAMPLES, _compare_full, _np, _red_len, check_op
+from solar_lsp.verify.core import RTOL, SAMPLES, as_float64, compare_full, reduction_length
+from solar_lsp.verify.op_check import check_op
 
 
 class GoldenError(Exception):
@@ -35,6 +36,8 @@ class GoldenError(Exception):
 
 @dataclass
 class Check:
+    """The verdict on one answer: accepted (with its program or op), or why not."""
+
     ok: bool
     reason: str = ""  # what the next round is told, when not ok
     kind: str = ""  # invalid | mismatch | unverifiable
@@ -66,6 +69,8 @@ def _parse(text: str) -> Program | Check:
 
 @dataclass
 class EntryGolden:
+    """The eager run of an entry: the task it states, its inputs, params and outputs."""
+
     task: EntryTask
     arrays: dict[str, np.ndarray]  # inputs and params by IR name
     outputs: list[np.ndarray]
@@ -125,7 +130,7 @@ def entry_golden(module: types.ModuleType, entry: Entry, path: str, source: str,
     for name, x in zip(names, inputs):
         if isinstance(x, torch.Tensor):
             tin.append((name, _ttype(x)))
-            arrays[name] = _np(x)
+            arrays[name] = as_float64(x)
         else:
             scalars.append((name, x))
     pnames = {n for n, _ in model.named_parameters()}
@@ -133,12 +138,12 @@ def entry_golden(module: types.ModuleType, entry: Entry, path: str, source: str,
     for fqn, t in model.state_dict(keep_vars=True).items():
         ir_name = ("p_" if fqn in pnames else "b_") + fqn.replace(".", "_")
         params.append((ir_name, fqn, _ttype(t)))
-        arrays[ir_name] = _np(t)
+        arrays[ir_name] = as_float64(t)
     how = (f"{entry.name}(*get_init_inputs())(*get_inputs())" if entry.kind == "model"
            else f"{entry.name}({', '.join(names)})")
     task = EntryTask(name=entry.name, path=path, source=source, error=error, inputs=tin,
                      params=params, outputs=[_ttype(t) for t in outs], scalars=scalars, call=how)
-    return EntryGolden(task, arrays, [_np(t) for t in outs], int(fc.get_total_flops()))
+    return EntryGolden(task, arrays, [as_float64(t) for t in outs], int(fc.get_total_flops()))
 
 
 def _tol_dtype(p: Program, names: list[str]) -> str:
@@ -194,6 +199,7 @@ def _interface(p: Program, task: EntryTask, nout: int) -> str:
 
 def check_entry(text: str, golden: EntryGolden, limit_points: float,
                 path_lines: int | None = None) -> Check:
+    """A whole-entry answer: run it op by op on the golden inputs, compare its outputs."""
     parsed = _parse(text)
     if isinstance(parsed, Check):
         return parsed
@@ -215,11 +221,11 @@ def check_entry(text: str, golden: EntryGolden, limit_points: float,
                          "invalid")
     rng = np.random.default_rng(0)
     tol_dt = _tol_dtype(p, list(p.tensors))
-    red = min(10**6, sum(_red_len(k) for op in p.ops for k in op.kernels))
+    red = min(10**6, sum(reduction_length(k) for op in p.ops for k in op.kernels))
     for i, (o, ref) in enumerate(zip(p.outputs, golden.outputs)):
         got = np.asarray(arrays[o], dtype=np.float64).reshape(ref.shape)
         dt = tol_dt if p.tensors[o].dtype in RTOL else "exact"
-        w = _compare_full(o, got, ref, dt, rng, SAMPLES, reduction=red)
+        w = compare_full(o, got, ref, dt, rng, SAMPLES, reduction=red)
         if w["bad"]:
             err = np.abs(got - ref)
             msg = (f"mismatch: output {i} `{o}` (written by {_writer(p, o)}) at {w['index']}: "

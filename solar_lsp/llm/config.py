@@ -22,6 +22,8 @@ def default_cache_dir() -> str:
 
 @dataclass
 class LLMConfig:
+    """How the agent is asked: model, rounds, retries, cache, and the verification limit."""
+
     model: str = DEFAULT_MODEL
     max_rounds: int = 3  # conversation rounds per translation (a failed round feeds back)
     max_tokens: int = 8192  # per response; an IR program of a few ops is 1-3k tokens

@@ -16,6 +16,8 @@ PRICES_AS_OF = "2025-11-24"
 
 @dataclass(frozen=True)
 class Price:
+    """USD per million tokens of each kind."""
+
     input: float
     output: float
     cache_write: float
@@ -36,6 +38,8 @@ PRICES: dict[str, Price] = {
 
 @dataclass
 class Usage:
+    """Tokens of each kind and requests, summed over a translation's rounds."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
@@ -71,6 +75,7 @@ def price_of(model: str) -> Price | None:
 
 
 def cost_usd(model: str, usage: Usage) -> float | None:
+    """USD the usage cost on ``model``; None when the model's price is unknown."""
     p = price_of(model)
     if p is None:
         return None

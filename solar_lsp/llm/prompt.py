@@ -86,11 +86,13 @@ def worked_examples() -> tuple[str, str]:
 
 
 def numbered(source: str, first: int = 1) -> str:
+    """The source with a line number before every line, so the agent can cite lines."""
     return "\n".join(f"{i:4d}| {ln}" for i, ln in enumerate(source.splitlines(), first))
 
 
 @functools.cache
 def system_prompt() -> str:
+    """The fixed part of every request: rules, the IR grammar, the calls, worked examples."""
     funcs = ", ".join(f"{n}/{a}" for n, (a, _) in sorted(SCALAR_FUNCS.items()))
     src, ir = worked_examples()
     return "\n".join([
@@ -114,6 +116,7 @@ def system_prompt() -> str:
 
 
 def ttype(t: TensorType) -> str:
+    """A tensor type as the IR text writes it (``f32[4, 8]``), for prompts and messages."""
     dims = ", ".join(str(s) for s in t.shape) if t.shape else "()"
     return f"{ir_text.DTYPE_SHORT.get(t.dtype, t.dtype)}[{dims}]"
 
@@ -154,6 +157,7 @@ def _names(names) -> str:
 
 
 def entry_message(t: EntryTask) -> str:
+    """The user message of a whole-entry translation: the file, the interface to keep."""
     lines = [
         f"Task (whole entry): translate the entry `{t.name}` of the file `{os.path.basename(t.path)}`.",
         f"Why Solar's tracer could not take it: {t.error}",
@@ -183,6 +187,7 @@ def entry_message(t: EntryTask) -> str:
 
 
 def node_message(t: NodeTask) -> str:
+    """The user message of a one-op translation: the op, its call, the tensors to declare."""
     ins = ", ".join(n for n, _ in t.inputs)
     outs = ", ".join(n for n, _ in t.outputs)
     lines = [

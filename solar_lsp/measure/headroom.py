@@ -6,6 +6,9 @@ inputs and weights come from DRAM; a warm cache would make a small model look fa
 its bound). A profiled run under :class:`LineLabels` (a ``TorchFunctionMode`` that wraps each
 top-level torch call of the user's file in a ``record_function`` range named after its line)
 gives the op time per source line from ``torch.profiler``.
+
+A JAX entry is measured by :mod:`solar_lsp.measure.headroom_jax`; both turn their times into
+a result with :mod:`solar_lsp.measure.result` and check memory with :mod:`solar_lsp.measure.memory`.
 """
 
 from __future__ import annotations
@@ -14,57 +17,29 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.hardware.chips import load_chip
+from solar_lsp.hardware.hostprobe import host_toml_path, raise_dram_bandwidth
+from solar_lsp.measure.headroom_jax import headroom_jax_entry
+from solar_lsp.measure.memory import available_bytes, check_fits  # noqa: F401  (re-exported)
+from solar_lsp.measure.result import (  # noqa: F401  (re-exported: callers import them from here)
+    OVERHEAD_S,
+    Headroom,
+    HeadroomError,
+    LineGap,
+    beaten_bounds,
+    diagnose,
+    finish,
+    seen_bandwidth,
+)
 from solar_lsp.pipeline.analyze import Config, analyze_file
 from solar_lsp.pipeline.report import FileReport
+from solar_lsp.source.discover import discover_file
 
-# Per-op dispatch/launch overhead of eager mode, typical figures: PyTorch's CPU dispatcher
-# ~2-5 µs per op; a CUDA kernel launch ~4-6 µs from Python (PyTorch performance tuning guide,
-# "CUDA graphs" section).
-OVERHEAD_S = {"cpu": 3e-6, "cuda": 5e-6}
+# Tests and benchmarks lower these on this module; the JAX measurement gets them passed in.
 MIN_RUNS, MAX_RUNS, MIN_TIME_S = 10, 200, 0.5
-
-
-class HeadroomError(Exception):
-    """The entry cannot be measured; the message says why and what to do."""
-
-    def __init__(self, message: str, line: int | None = None):
-        super().__init__(message)
-        self.line = line
-
-
-@dataclass
-class LineGap:
-    line: int
-    measured_s: float
-    t_sol_s: float
-    ratio: float
-
-
-@dataclass
-class Headroom:
-    device: str
-    chip: str
-    measured_s: float
-    compiled_s: float | None
-    ratios: dict[str, float | None]
-    top_lines: list[LineGap] = field(default_factory=list)
-    diagnosis: str = ""
-    reasons: list[str] = field(default_factory=list)
-    runs: int = 0
-    ops_per_run: int = 0
-    warnings: list[str] = field(default_factory=list)
-    scale_lines: bool = True
-    op_share: float | None = None  # of the profiled call's wall time spent in ops (None: not profiled)
-    per_line: dict[int, float] = field(default_factory=dict, repr=False)  # every line, for re-finishing
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["top_lines"] = [asdict(t) for t in self.top_lines]
-        del d["per_line"], d["scale_lines"]
-        return d
 
 
 # ---------------------------------------------------------------------------------------
@@ -78,34 +53,6 @@ def _device_ok(device: str) -> None:
                             "PyTorch (torch.cuda.is_available() is False); use --device cpu")
     if device not in ("cpu", "cuda"):
         raise HeadroomError(f"unknown device {device!r}; use cpu or cuda")
-
-
-def available_bytes(device: str) -> int:
-    """Free memory of the device; on the CPU also what the address-space limit leaves (the
-    server's workers run under RLIMIT_AS)."""
-    import torch
-    if device == "cuda":
-        free, _ = torch.cuda.mem_get_info()
-        return int(free)
-    have = 8 * 1024**3
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    have = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    try:
-        import resource
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft != resource.RLIM_INFINITY:
-            with open("/proc/self/statm") as f:
-                used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-            have = min(have, max(0, soft - used))
-    except (ImportError, OSError, ValueError):
-        pass
-    return have
 
 
 # Variants whose peaks exceed every bundled file they would match by name: mapping them would
@@ -123,6 +70,7 @@ def chip_for_device(device: str) -> str:
 
 
 def chip_for_gpu_name(full: str) -> str:
+    """The bundled hardware file for a CUDA device name; refuses names none bounds."""
     name = full.lower()
     chip = None
     if not any(v in name for v in _NO_FILE):
@@ -278,54 +226,12 @@ def profile_ops(fn, device: str) -> tuple[float, float]:
     return op * 1e-6, wall
 
 
-# ---------------------------------------------------------------------------------------
-# the report
-
-
-def diagnose(h: Headroom, entry: dict, device: str) -> tuple[str, list[str]]:
-    """The main reason for the gap, and every rule that applied (docs/headroom.md)."""
-    tot = entry["totals"]
-    reasons: list[tuple[str, str]] = []
-    if h.op_share is not None:
-        # the profiler slows the call, so its op time is used as a share of the measured time
-        # (like the per-line times); the rest of the call is dispatch, launch and Python
-        overhead = h.measured_s * max(0.0, 1.0 - h.op_share)
-        how = (f"measured − profiled op time ({h.op_share:.0%} of the profiled call in "
-               f"{'kernels' if device == 'cuda' else 'aten ops'}) = ")
-    else:
-        overhead = h.ops_per_run * OVERHEAD_S[device]
-        how = (f"no op times profiled, so the typical figure: {h.ops_per_run} ops × "
-               f"~{OVERHEAD_S[device] * 1e6:.0f} µs dispatch = ")
-    if overhead >= 0.5 * h.measured_s:
-        reasons.append(("launch/overhead-bound",
-                        f"{how}{overhead * 1e6:.0f} µs of the {h.measured_s * 1e6:.0f} µs measured is "
-                        "outside the ops: batch more work per call, use CUDA graphs or torch.compile"))
-    if entry.get("reorder"):
-        r = max(entry["reorder"], key=lambda x: x["flops_before"] / max(x["flops_after"], 1))
-        reasons.append(("algorithmic", f"line {r['line']} computes {r['flops_before'] / max(r['flops_after'], 1):.1f}× "
-                                       f"the FLOPs its contraction needs: {r['expression']}"))
-    fusion_gain = tot["t_unfused_s"] / tot["t_fused_s"] if tot.get("t_fused_s") else 1.0
-    if fusion_gain >= 1.5 and (h.ratios.get("unfused") or 0) <= 2.0:
-        reasons.append(("missing fusion", f"unfused/fused = {fusion_gain:.1f}× and the run is within "
-                                          f"{h.ratios['unfused']:.1f}× of the unfused bound: intermediates go "
-                                          "through DRAM; fuse the ops the fusion suggestions name"))
-    ca = tot.get("t_cache_aware_s")
-    if ca and tot.get("t_fused_s") and ca / tot["t_fused_s"] >= 1.5:
-        reasons.append(("tiling", f"cache-aware/fused = {ca / tot['t_fused_s']:.1f}×: the on-chip capacity "
-                                  "forces re-reads; choose tiles that keep the reused operand resident"))
-    if not reasons:
-        reasons.append(("kernel efficiency", f"{h.ratios.get('unfused') or 0:.1f}× the unfused bound: the ops "
-                                             "themselves run far from their roofline (small shapes, a dtype "
-                                             "without a fast path, or slow kernels)"))
-    return reasons[0][0], [f"{k}: {v}" for k, v in reasons]
-
-
 def headroom_entry(module, entry_obj, entry: dict, path: str, device: str, chip, compile_: bool,
                    program=None) -> Headroom:
+    """Time a torch entry on ``device`` (and compiled, if asked) and profile it per line."""
     import torch
 
-    from solar_lsp.frontend.errors import EntryError, user_line
-    from solar_lsp.frontend.torch.trace import build
+    from solar_lsp.frontend.torch.trace import build  # imports torch: only when measuring
     check_fits(program, device, chip)
     try:
         model, inputs = build(module, entry_obj, path, device=device)
@@ -365,86 +271,9 @@ def headroom_entry(module, entry_obj, entry: dict, path: str, device: str, chip,
                   op_share=min(1.0, op_s / wall_s) if op_s > 0 and wall_s > 0 else None)
 
 
-def finish(entry: dict, device: str, chip, measured: float, compiled: float | None, runs: int,
-           per_line: dict[int, float], ops: int, scale_lines: bool = True,
-           op_share: float | None = None) -> Headroom:
-    """Ratios, the lines with the largest gap and the diagnosis, from the measurements."""
-    tot = entry["totals"]
-    ratios = {"unfused": measured / tot["t_unfused_s"] if tot["t_unfused_s"] else None,
-              "fused": measured / tot["t_fused_s"] if tot["t_fused_s"] else None,
-              "cache_aware": measured / tot["t_cache_aware_s"] if tot.get("t_cache_aware_s") else None}
-    # the profiled run is slowed by the profiler; its per-line times are used as shares of the
-    # measured (flushed, unprofiled) time
-    raw = dict(per_line)
-    total = sum(per_line.values())
-    scale = measured / total if scale_lines and per_line and total > 0 else 1.0
-    per_line = {ln: t * scale for ln, t in per_line.items()}
-    sol_line = {ln["line"]: ln["t_unfused_s"] for ln in entry.get("lines", []) if ln.get("line")}
-    gaps = [LineGap(line, t, sol_line.get(line, 0.0), t / sol_line[line] if sol_line.get(line) else float("inf"))
-            for line, t in per_line.items()]
-    gaps.sort(key=lambda g: g.measured_s - g.t_sol_s, reverse=True)
-    h = Headroom(device, chip.name, measured, compiled, ratios, gaps[:5], runs=runs, ops_per_run=ops,
-                 scale_lines=scale_lines, op_share=op_share, per_line=raw)
-    h.diagnosis, h.reasons = diagnose(h, entry, device)
-    h.warnings = beaten_bounds(measured, tot, chip)
-    return h
-
-
-def beaten_bounds(measured: float, tot: dict, chip) -> list[str]:
-    """A measured run faster than a fused or cache-aware bound means a chip figure is not a
-    ceiling: say which bound, by how much, and what to do."""
-    out = []
-    for fid in ("fused", "cache_aware"):
-        t = tot.get(f"t_{fid}_s")
-        if t and measured < t:
-            what = ("re-probe with `solar hw probe` on an idle machine" if chip.name == "host"
-                    else f"check the figures of {chip.path}")
-            out.append(f"SOL violation: the measured {measured * 1e3:.3f} ms beats the {fid} bound "
-                       f"{t * 1e3:.3f} ms on {chip.name}; {what}")
-    return out
-
-
-def seen_bandwidth(measured: float, tot: dict, chip) -> float | None:
-    """The DRAM bytes/s a run must have moved to beat the fused or cache-aware bound on
-    memory alone: the fewest bytes any implementation moves (the larger of the two byte
-    lower bounds) over the measured time; None when the run did not beat them on memory."""
-    need = max(tot.get("bytes_fused") or 0, tot.get("bytes_cache_aware") or 0)
-    if measured <= 0 or need <= 0:
-        return None
-    seen = need / measured
-    return seen if seen > chip.dram_bytes_per_s else None
-
-
-def check_fits(program, device: str, chip, have: int | None = None) -> None:
-    """Refuse, with the sizes, a run that would not fit: its peak of live tensors (inputs,
-    weights, intermediates and outputs alive at once, in op order) plus the cache-flush buffer,
-    against the memory available to this process (free memory, and the address-space limit a
-    server worker runs under)."""
-    if program is None:
-        return
-    from solar_lsp.pipeline.fidelity import footprint
-    inw = _entry_bytes(program)
-    peak = max(footprint(program), inw)
-    flush = max(2 * chip.l2_bytes, 64 * 1024**2)
-    need = peak + flush
-    have = available_bytes(device) if have is None else have
-    if need > 0.8 * have:
-        raise HeadroomError(f"the run needs {need / 1e9:.1f} GB (inputs and weights {inw / 1e9:.1f} GB, peak of live "
-                            f"tensors {peak / 1e9:.1f} GB, cache flush {flush / 1e9:.2f} GB) but only "
-                            f"{have / 1e9:.1f} GB is available on {device}; shrink the shapes to measure it")
-
-
-def _entry_bytes(program) -> int:
-    if program is None:
-        return 0
-    from solar_lsp.bounds.einsum_graph import tensor_bytes
-    return sum(tensor_bytes(program, t) for t in list(program.inputs) + list(program.params))
-
-
 def headroom_file(path: str, device: str = "cpu", hw: str | None = None, entry: str | None = None,
                   compile_: bool = False, config: Config | None = None) -> FileReport:
     """Analyze (bounds on the device's chip), then measure each entry that analyzed."""
-    from solar_lsp.hardware.chips import load_chip
     _device_ok(device)
     chip = load_chip(hw or chip_for_device(device))
     cfg = config or Config()
@@ -461,23 +290,21 @@ def headroom_file(path: str, device: str = "cpu", hw: str | None = None, entry: 
 
 
 def _measure_entries(report: FileReport, path: str, device: str, chip, cfg: Config, compile_: bool) -> None:
-    from solar_lsp.frontend.errors import EntryError
-    from solar_lsp.frontend.torch.trace import load_module
+    from solar_lsp.frontend.torch.trace import load_module  # imports torch: only when measuring
     try:
         module = load_module(path)
     except EntryError as exc:
         report.error = str(exc)
         return
-    from solar_lsp.source.discover import discover_file
     by_name = {e.name: e for e in discover_file(path, {"dims": cfg.dims, "entries": cfg.entries})}
     for er in report.entries:
         if er.status != "ok":
             continue
         try:
             if er.frontend == "jax":
-                from solar_lsp.measure.headroom_jax import headroom_jax_entry
                 h = headroom_jax_entry(module, by_name[er.name], er.to_json(), path, device, chip,
-                                       getattr(er, "program", None))
+                                       getattr(er, "program", None), min_runs=MIN_RUNS,
+                                       max_runs=MAX_RUNS, min_time=MIN_TIME_S)
             else:
                 h = headroom_entry(module, by_name[er.name], er.to_json(), path, device, chip, compile_,
                                    getattr(er, "program", None))
@@ -491,8 +318,6 @@ def _raise_host_profile(report: FileReport, path: str, device: str, cfg: Config)
     """The host profile's DRAM figure is a measurement, so a later run can beat it (a probe
     taken under load). Raise it to what the fastest run moved, then recompute the bounds from
     the raised profile and the same measurements, saying so on every entry."""
-    from solar_lsp.hardware.chips import load_chip
-    from solar_lsp.hardware.hostprobe import host_toml_path, raise_dram_bandwidth
     chip = load_chip("host")
     seen = [(b, er.name) for er in report.entries if getattr(er, "_headroom", None)
             for b in [seen_bandwidth(er._headroom.measured_s, er.totals, chip)] if b]

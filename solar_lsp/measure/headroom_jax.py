@@ -10,7 +10,10 @@ import statistics
 import time
 from typing import Any
 
-from solar_lsp.measure import headroom as H
+from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.frontend.jax.trace import LineMap, trace
+from solar_lsp.measure.memory import available_bytes, check_fits
+from solar_lsp.measure.result import Headroom, HeadroomError, finish
 
 
 def _device(device: str):
@@ -19,7 +22,7 @@ def _device(device: str):
     try:
         return jax.devices(kind)[0]
     except RuntimeError as exc:
-        raise H.HeadroomError(f"JAX sees no {device} device: {exc}") from exc
+        raise HeadroomError(f"JAX sees no {device} device: {exc}") from exc
 
 
 def _flusher(dev, nbytes: int):
@@ -34,12 +37,12 @@ def _flusher(dev, nbytes: int):
     return flush
 
 
-def _time(fn, flush) -> tuple[float, int]:
+def _time(fn, flush, min_runs: int, max_runs: int, min_time: float) -> tuple[float, int]:
     for _ in range(3):
         fn()
     times: list[float] = []
     t0 = time.perf_counter()
-    while len(times) < H.MIN_RUNS or (time.perf_counter() - t0 < H.MIN_TIME_S and len(times) < H.MAX_RUNS):
+    while len(times) < min_runs or (time.perf_counter() - t0 < min_time and len(times) < max_runs):
         flush()
         t = time.perf_counter()
         fn()
@@ -51,8 +54,6 @@ def _eager_lines(closed: Any, args: list[Any], path: str) -> tuple[dict[int, flo
     """Seconds per source line from evaluating the top-level equations one at a time."""
     import jax
     from jax.extend.core import Literal
-
-    from solar_lsp.frontend.jax.trace import LineMap
     jaxpr = closed.jaxpr
     env: dict[Any, Any] = {}
     for v, c in zip(jaxpr.constvars, closed.consts):
@@ -81,18 +82,18 @@ def _eager_lines(closed: Any, args: list[Any], path: str) -> tuple[dict[int, flo
 
 
 def headroom_jax_entry(module, entry_obj, entry: dict, path: str, device: str, chip,
-                       program=None) -> H.Headroom:
+                       program=None, *, min_runs: int, max_runs: int, min_time: float) -> Headroom:
+    """Time a JAX entry jitted on ``device`` (``min_runs``.. ``max_runs`` calls, at least
+    ``min_time`` seconds) and profile it per line, eagerly."""
     import jax
 
-    from solar_lsp.frontend.errors import EntryError, user_line
-    from solar_lsp.frontend.jax.trace import trace
-    H.check_fits(program, device, chip, H.available_bytes("cpu") if device == "cpu" else _gpu_free())
+    check_fits(program, device, chip, available_bytes("cpu") if device == "cpu" else _gpu_free())
     dev = _device(device)
     try:
         traced = trace(module, entry_obj, path)
         args = [jax.device_put(a, dev) for a in traced.real_args(0)]
     except EntryError as exc:
-        raise H.HeadroomError(str(exc), exc.line) from exc
+        raise HeadroomError(str(exc), exc.line) from exc
     closed = traced.closed
     fn = jax.jit(lambda *xs: jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *xs))
 
@@ -100,15 +101,15 @@ def headroom_jax_entry(module, entry_obj, entry: dict, path: str, device: str, c
         return jax.block_until_ready(fn(*args))
 
     try:
-        measured, runs = _time(call, _flusher(dev, chip.l2_bytes))
+        measured, runs = _time(call, _flusher(dev, chip.l2_bytes), min_runs, max_runs, min_time)
         _eager_lines(traced.closed, args, path)  # the first pass compiles each primitive
         per_line, ops = _eager_lines(traced.closed, args, path)
     except Exception as exc:
-        raise H.HeadroomError(f"running the entry failed: {type(exc).__name__}: {exc}",
+        raise HeadroomError(f"running the entry failed: {type(exc).__name__}: {exc}",
                               user_line(exc, os.path.realpath(path))) from exc
     # jit fuses across lines, so a line has no time of its own in the jitted run: the per-line
     # times are the eager op-by-op ones, not shares of the jitted total
-    return H.finish(entry, device, chip, measured, None, runs, per_line, ops, scale_lines=False)
+    return finish(entry, device, chip, measured, None, runs, per_line, ops, scale_lines=False)
 
 
 def _gpu_free() -> int:

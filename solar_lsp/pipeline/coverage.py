@@ -244,7 +244,7 @@ def _warm_up(verify: bool) -> None:
     from solar_lsp.frontend.torch.trace import warm_up
     warm_up()
     if verify:
-        from solar_lsp.verify.check_torch import check_torch as _verify  # noqa: F401  (imports numba)
+        from solar_lsp.verify import check_torch as _verify  # noqa: F401  (imports numba)
 
 
 def run_coverage(root: str, config: Any = None, chips: list | None = None,

@@ -1,4 +1,4 @@
-"""Verify a JAX entry's IR against jax's own outputs (DESIGN §4), with the torch verifier's
+"""Verify a JAX entry's IR against jax's own outputs (docs/architecture.md §4), with the torch verifier's
 per-op checks (``verify.check_op``: numba kernels at sampled points, dtype tolerances).
 
 The golden run interprets the jaxpr equation by equation on real CPU arrays (seed-0
@@ -20,23 +20,25 @@ from typing import Any
 
 import numpy as np
 
+from solar_lsp.frontend.errors import user_line
 from solar_lsp.frontend.jax.lower import JaxLowered, LoopInfo
-from solar_lsp.frontend.jax.trace import JaxTraced, Key, Lit, Walker, WhileInfo
+from solar_lsp.frontend.jax.trace import JaxTraced, Key, Lit, Walker, WhileInfo, sub_jaxpr
 from solar_lsp.ir import execute
 from solar_lsp.ir.core import Op, Program
-from solar_lsp.verify.check_torch import (
+from solar_lsp.verify.core import (
     DEFAULT_BUDGET,
     SAMPLES,
     OpCheck,
     Verification,
-    _compare_full,
-    _np,
-    _red_len,
-    _tol_dtype,
-    _worst,
-    check_op,
+    as_float64,
+    compare_full,
+    keep_worst,
+    mismatch,
     over_budget,
+    reduction_length,
+    tol_dtype,
 )
+from solar_lsp.verify.op_check import check_op
 
 REPLAY_POINTS = 5e7  # loop points a replay may execute (all iterations together)
 REPLAY_STEPS = 50_000  # op executions a replay may take
@@ -192,7 +194,6 @@ def _eqn_count(jaxpr: Any) -> int:
 
 
 def _has_cond(jaxpr: Any) -> bool:
-    from solar_lsp.frontend.jax.trace import sub_jaxpr
     for e in jaxpr.eqns:
         if e.primitive.name == "cond":
             return True
@@ -228,6 +229,8 @@ def enable_compile_cache() -> None:
 
 @dataclass
 class Golden:
+    """What the golden run recorded: every IR tensor's value and every loop's carries."""
+
     values: dict[str, np.ndarray]  # tensor -> jax's value (float64)
     carries: dict[Key, list[list[np.ndarray]]]  # loop -> the carry entering each iteration
     trips_ok: dict[Key, bool]  # static while -> its condition gave that many trips
@@ -262,7 +265,7 @@ def _derive(p: Program, lowered: JaxLowered, golden: dict[str, np.ndarray]) -> N
         op = by_id.get(op_id)
         if op is None or any(t not in golden for t in op.inputs):
             continue
-        arrays = {t: _np(golden[t]) for t in op.inputs}
+        arrays = {t: as_float64(golden[t]) for t in op.inputs}
         _run_op(p, op, arrays)
         for t in op.outputs:
             if t in arrays:
@@ -281,7 +284,7 @@ def _run_op(p: Program, op: Op, arrays: dict[str, np.ndarray]) -> None:
         for t in op.outputs:
             arrays.setdefault(t, np.zeros(p.tensors[t].shape, dtype=np.float64))
         return
-    res = execute._apply_call(op.call, [arrays[t] for t in op.inputs])
+    res = execute.apply_call(op.call, [arrays[t] for t in op.inputs])
     res = res if isinstance(res, tuple) else (res,)
     for t, r in zip(op.outputs, res):
         arrays[t] = np.array(np.reshape(r, p.tensors[t].shape), dtype=np.float64)
@@ -342,7 +345,7 @@ class _Replay:
 
     def get(self, name: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
         if name not in arrays:
-            arrays[name] = _np(self.golden[name])
+            arrays[name] = as_float64(self.golden[name])
         return arrays[name]
 
     def value(self, h: Any, arrays: dict[str, np.ndarray]) -> np.ndarray:
@@ -363,66 +366,79 @@ def check_loops(p: Program, lowered: JaxLowered, golden: Golden, rng: np.random.
     checks: dict[str, OpCheck] = {}
     for loop in lowered.loops:
         exits = [by_id[i] for i in loop.exit_ops if by_id[i].kind == "view"]
-        if not exits:
-            continue
-        carries = golden.carries.get(loop.key)
-        pts, steps = _points(loop, by_id)
-        why = ""
-        if loop.source == "pragma":
-            why = "the trip count comes from a `# solar: trips` pragma, not from the data"
-        elif carries is None:
-            why = f"recording {loop.trips} iterations is over {MANUAL_EVALS} equation evaluations"
-        elif pts > REPLAY_POINTS or steps > REPLAY_STEPS:
-            why = f"replaying {loop.trips} iterations ({pts:.2g} loop points) is over the limit"
-        if why:
-            for op in exits:
-                checks[op.id] = OpCheck(op.id, op.line, "unverified", f"loop output not replayed: {why}")
-            continue
-        if not golden.trips_ok.get(loop.key, True):
-            for op in exits:
-                checks[op.id] = OpCheck(op.id, op.line, "mismatch",
-                                        f"the loop condition does not stop after {loop.trips} trips")
-            continue
-        red = max([_red_len(k) for i in _body_ops(loop) for k in by_id[i].kernels] + [1])
-        worst: dict[str, dict | None] = {op.id: None for op in exits}
-        try:
-            arrays: dict[str, np.ndarray] = {}
-            order = range(loop.trips - 1, -1, -1) if loop.reverse else range(loop.trips)
-            for i, t in enumerate(order):
-                for x, xt in loop.xs:
-                    arrays[xt] = np.array(replay.get(x, arrays)[t], dtype=np.float64)
-                for name, v in zip(loop.carry_in, carries[i]):
-                    arrays[name] = np.array(v, dtype=np.float64)
-                replay.body(loop, arrays)
-                for j, h in enumerate(loop.carry_out):
-                    op = by_out.get(loop.finals[j]) if loop.finals[j] else None
-                    if op is not None and op.id in worst:
-                        got = replay.value(h, arrays)
-                        ref = np.asarray(carries[i + 1][j], dtype=np.float64).reshape(got.shape)
-                        worst[op.id] = _worst(worst[op.id], _step(op, t, got, ref, p, rng, samples, red))
-                for yt, ys in loop.ys:
-                    op = by_out[ys]
-                    if op.id in worst:
-                        got = replay.value(yt, arrays)
-                        ref = _np(golden.values[ys])[t].reshape(got.shape)
-                        worst[op.id] = _worst(worst[op.id], _step(op, t, got, ref, p, rng, samples, red))
-        except Exception as exc:
-            for op in exits:
-                checks[op.id] = OpCheck(op.id, op.line, "unverified",
-                                        f"replaying the loop failed: {type(exc).__name__}: {exc}")
-            continue
-        for op in exits:
-            w = worst[op.id]
-            if w is not None and w["bad"]:
-                w = dict(w)
-                w.pop("bad")
-                checks[op.id] = OpCheck(op.id, op.line, "mismatch",
-                                        f"{w['tensor']}{w['index']}: expected {w['expected']:.6g}, "
-                                        f"got {w['got']:.6g}", w)
-            else:
-                checks[op.id] = OpCheck(op.id, op.line, "verified",
-                                        f"all {loop.trips} iterations replayed from jax's carries")
+        if exits:
+            checks.update(_check_loop(p, loop, exits, golden, replay, by_out, rng, samples))
     return checks
+
+
+def _not_replayed(loop: LoopInfo, carries: list | None, by_id: dict[str, Op]) -> str:
+    """Why the loop's iterations cannot be replayed ('' when they can)."""
+    pts, steps = _points(loop, by_id)
+    if loop.source == "pragma":
+        return "the trip count comes from a `# solar: trips` pragma, not from the data"
+    if carries is None:
+        return f"recording {loop.trips} iterations is over {MANUAL_EVALS} equation evaluations"
+    if pts > REPLAY_POINTS or steps > REPLAY_STEPS:
+        return f"replaying {loop.trips} iterations ({pts:.2g} loop points) is over the limit"
+    return ""
+
+
+def _check_loop(p: Program, loop: LoopInfo, exits: list[Op], golden: Golden, replay: _Replay,
+                by_out: dict[str, Op], rng: np.random.Generator, samples: int) -> dict[str, OpCheck]:
+    """The checks of one loop's exit ops."""
+    carries = golden.carries.get(loop.key)
+    why = _not_replayed(loop, carries, replay.by_id)
+    if why:
+        return {op.id: OpCheck(op.id, op.line, "unverified", f"loop output not replayed: {why}")
+                for op in exits}
+    if not golden.trips_ok.get(loop.key, True):
+        return {op.id: OpCheck(op.id, op.line, "mismatch",
+                               f"the loop condition does not stop after {loop.trips} trips")
+                for op in exits}
+    red = max([reduction_length(k) for i in _body_ops(loop) for k in replay.by_id[i].kernels] + [1])
+    try:
+        worst = _replay_steps(p, loop, exits, golden, carries, replay, by_out, rng, samples, red)
+    except Exception as exc:
+        return {op.id: OpCheck(op.id, op.line, "unverified",
+                               f"replaying the loop failed: {type(exc).__name__}: {exc}")
+                for op in exits}
+    checks: dict[str, OpCheck] = {}
+    for op in exits:
+        w = worst[op.id]
+        if w is not None and w["bad"]:
+            checks[op.id] = mismatch(op, w)
+        else:
+            checks[op.id] = OpCheck(op.id, op.line, "verified",
+                                    f"all {loop.trips} iterations replayed from jax's carries")
+    return checks
+
+
+def _replay_steps(p: Program, loop: LoopInfo, exits: list[Op], golden: Golden, carries: list,
+                  replay: _Replay, by_out: dict[str, Op], rng: np.random.Generator, samples: int,
+                  red: int) -> dict[str, dict | None]:
+    """Replay every iteration from jax's carry; the worst comparison per exit op."""
+    worst: dict[str, dict | None] = {op.id: None for op in exits}
+    arrays: dict[str, np.ndarray] = {}
+    order = range(loop.trips - 1, -1, -1) if loop.reverse else range(loop.trips)
+    for i, t in enumerate(order):
+        for x, xt in loop.xs:
+            arrays[xt] = np.array(replay.get(x, arrays)[t], dtype=np.float64)
+        for name, v in zip(loop.carry_in, carries[i]):
+            arrays[name] = np.array(v, dtype=np.float64)
+        replay.body(loop, arrays)
+        for j, h in enumerate(loop.carry_out):
+            op = by_out.get(loop.finals[j]) if loop.finals[j] else None
+            if op is not None and op.id in worst:
+                got = replay.value(h, arrays)
+                ref = np.asarray(carries[i + 1][j], dtype=np.float64).reshape(got.shape)
+                worst[op.id] = keep_worst(worst[op.id], _step(op, t, got, ref, p, rng, samples, red))
+        for yt, ys in loop.ys:
+            op = by_out[ys]
+            if op.id in worst:
+                got = replay.value(yt, arrays)
+                ref = as_float64(golden.values[ys])[t].reshape(got.shape)
+                worst[op.id] = keep_worst(worst[op.id], _step(op, t, got, ref, p, rng, samples, red))
+    return worst
 
 
 def _body_ops(loop: LoopInfo) -> list[str]:
@@ -435,14 +451,15 @@ def _body_ops(loop: LoopInfo) -> list[str]:
 def _step(op: Op, t: int, got: np.ndarray, ref: np.ndarray, p: Program, rng: np.random.Generator,
           samples: int, red: int) -> dict:
     with np.errstate(invalid="ignore"):
-        return _compare_full(f"{op.outputs[0]} at step {t} ", np.atleast_1d(got), np.atleast_1d(ref),
-                             _tol_dtype(p, op), rng, samples, reduction=red)
+        return compare_full(f"{op.outputs[0]} at step {t} ", np.atleast_1d(got), np.atleast_1d(ref),
+                             tol_dtype(p, op), rng, samples, reduction=red)
 
 
 # ------------------------------------------------------------------ entry point
 
 def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_BUDGET,
            samples: int = SAMPLES, seed: int = 0) -> Verification:
+    """Run the entry's jaxpr on real arrays and check every op (and loop) of its IR."""
     t0 = time.perf_counter()
     p = lowered.program
     refused = over_budget(p, budget_bytes, t0)
@@ -451,7 +468,6 @@ def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_B
     try:
         golden = golden_run(traced, lowered, seed)
     except Exception as exc:  # user code raising on real arrays
-        from solar_lsp.frontend.errors import user_line
         line = user_line(exc, traced.path)
         where = f" (line {line})" if line else ""
         return Verification("unverified", f"golden run failed{where}: {type(exc).__name__}: {exc}",

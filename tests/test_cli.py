@@ -157,7 +157,7 @@ def test_hw_list(cli):
     r = cli("hw", "list")
     assert r.code == 0
     names = list_chips()
-    assert len(names) == 7
+    assert len(names) == 12
     for name in names:
         assert name in r.out
 

@@ -23,7 +23,12 @@ from solar_lsp.hardware.chips import (
 )
 
 BUNDLED = [
+    "a100-40gb",
     "a100-sxm",
+    "a10g",
+    "l4",
+    "l40s",
+    "t4",
     "a6000",
     "b200",
     "h100-pcie",

@@ -1,7 +1,8 @@
 """The language server over a real LSP connection, for two things an editor user hits:
 a worker interpreter that cannot start (the user is told why, once, and it is retried on the
 next save), and a model whose layers live in a sibling module (editing that module refreshes
-the hints; solar.reanalyze really runs the analysis again)."""
+the hints; solar.reanalyze really runs the analysis again). Also the entry points a client asks
+for (solar.entries) and the headroom the entry's hover keeps."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ import pytest
 import pytest_lsp
 from lsprotocol import types as T
 from pytest_lsp import ClientServerConfig, LanguageClient
-from test_server import command, diags, hints, line_of, open_doc, start, until
+from test_server import change, command, diags, hints, line_of, open_doc, start, until
 
 from solar_lsp.lsp.closure import closure_hash
+from solar_lsp.source.discover import discover
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MLP = ROOT / "examples" / "mlp.py"
@@ -258,3 +260,40 @@ async def test_entry_hover_keeps_the_last_headroom_across_reanalysis(client: Lan
 async def _entry_hover_with(client: LanguageClient, uri: str, line: int, want: str) -> str | None:
     h = await _entry_hover(client, uri, line)
     return h if h and want in h else None
+
+
+PRAGMA_FN = textwrap.dedent("""\
+    import torch
+
+
+    # solar: x=f32[8,16], w=f32[16,4]
+    def matmul(x, w):
+        return x @ w
+""")
+
+
+async def test_entries_command_answers_from_the_text(client: LanguageClient, tmp_path: pathlib.Path):
+    """solar.entries lists what discovery finds in the document's text (AST only, no job):
+    the Model of examples/mlp.py as the editor has it, a file on disk that is not open, and
+    why a buffer that does not parse has none."""
+    shutil.copy(MLP, tmp_path / "mlp.py")
+    (tmp_path / "ops.py").write_text(PRAGMA_FN)
+    await start(client, tmp_path, cacheDir=str(tmp_path / "cache"), verify=False)
+    text = MLP.read_text()
+    model = line_of(text, "class Model") + 1
+    (want,) = discover(text, str(tmp_path / "mlp.py"))
+
+    ops = await command(client, "solar.entries", (tmp_path / "ops.py").as_uri())  # not open
+    assert ops == {"entries": [{"name": "matmul", "kind": "function", "frontend": "torch", "line": 5,
+                                "end_line": 6, "pragma_line": 4}]}
+    assert (await command(client, "solar.status"))["jobs"] == 0  # no worker was asked
+
+    uri = open_doc(client, tmp_path / "mlp.py")
+    reply = await command(client, "solar.entries", uri)
+    assert reply == {"entries": [{"name": "Model", "kind": "model", "frontend": "torch", "line": model,
+                                  "end_line": want.end_line, "pragma_line": None}]}
+    assert want.end_line > model
+
+    change(client, uri, 2, text.replace("class Model(nn.Module):", "class Model(nn.Module)"))
+    broken = await command(client, "solar.entries", uri)
+    assert broken["entries"] == [] and broken["error"].startswith("syntax error at line"), broken

@@ -13,6 +13,8 @@ import diskcache
 
 
 class ResultCache:
+    """Results and closure parts of entries in a diskcache directory (at most 512 MB)."""
+
     def __init__(self, directory: str):
         os.makedirs(directory, exist_ok=True)
         self.directory = directory

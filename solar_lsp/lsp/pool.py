@@ -105,6 +105,7 @@ class Pool:
 
     # ---- workers
     async def start(self) -> None:
+        """Start the workers in the background; jobs wait for the first one that is ready."""
         for _ in range(self.size):
             asyncio.ensure_future(self._spawn())
 
@@ -208,6 +209,7 @@ class Pool:
 
     # ---- jobs
     def cancel(self, key: str) -> None:
+        """Cancel the job of ``key``; a worker mid-way through it is killed and replaced."""
         job = self._running.pop(key, None)
         if job is None:
             return
@@ -257,6 +259,11 @@ class Pool:
             self._replace(proc)
             job.future.set_exception(JobFailed(f"the analysis process could not take the job: {exc}"))
             return
+        await self._follow(job, proc, rid, timeout)
+
+    async def _follow(self, job: _Job, proc: _Proc, rid: int, timeout: float) -> None:
+        """Pass the worker's messages for request ``rid`` on until its reply, its time limit
+        or its death ends the job."""
         deadline = loop_time() + timeout
         path = job.request.get("path", "")
         while True:
@@ -264,26 +271,10 @@ class Pool:
             try:
                 msg = await asyncio.wait_for(proc.messages.get(), max(remaining, 0.01))
             except TimeoutError:
-                line = _user_line(proc.stderr, path)
-                self._replace(proc)
-                if not job.future.done():
-                    where = f" (it was running line {line})" if line else ""
-                    job.future.set_exception(JobFailed(
-                        f"analysis took longer than {timeout:g} s and was stopped{where}; "
-                        "code that loops forever at import or in forward does this "
-                        "(raise solar.timeout for a slow model)", line))
+                self._timed_out(job, proc, path, timeout)
                 return
             if msg is None:  # the worker died
-                code = await proc.proc.wait()
-                line = _user_line(proc.stderr, path)
-                tail = [s for s in proc.stderr if s.strip()][-3:]
-                self._replace(proc)
-                sig = _signal_name(code)
-                if not job.future.done():
-                    where = f" at line {line}" if line else ""
-                    job.future.set_exception(JobFailed(
-                        f"the analysis process crashed ({sig}){where} while running this file's "
-                        f"code; it was restarted. Last output: {' | '.join(tail)[-300:]}", line))
+                await self._died(job, proc, path)
                 return
             if msg.get("id") != rid:
                 continue
@@ -302,7 +293,32 @@ class Pool:
                 if asyncio.iscoroutine(r):
                     await r
 
+    def _timed_out(self, job: _Job, proc: _Proc, path: str, timeout: float) -> None:
+        """Replace the worker that ran past the limit; the job fails with the line it was at."""
+        line = _user_line(proc.stderr, path)
+        self._replace(proc)
+        if not job.future.done():
+            where = f" (it was running line {line})" if line else ""
+            job.future.set_exception(JobFailed(
+                f"analysis took longer than {timeout:g} s and was stopped{where}; "
+                "code that loops forever at import or in forward does this "
+                "(raise solar.timeout for a slow model)", line))
+
+    async def _died(self, job: _Job, proc: _Proc, path: str) -> None:
+        """Replace the worker that crashed; the job fails with the line and its last output."""
+        code = await proc.proc.wait()
+        line = _user_line(proc.stderr, path)
+        tail = [s for s in proc.stderr if s.strip()][-3:]
+        self._replace(proc)
+        sig = _signal_name(code)
+        if not job.future.done():
+            where = f" at line {line}" if line else ""
+            job.future.set_exception(JobFailed(
+                f"the analysis process crashed ({sig}){where} while running this file's "
+                f"code; it was restarted. Last output: {' | '.join(tail)[-300:]}", line))
+
     async def close(self) -> None:
+        """Cancel every job and kill every worker; the pool takes no more jobs."""
         self._closed = True
         for key in list(self._running):
             self.cancel(key)
@@ -310,10 +326,12 @@ class Pool:
             self._drop(p)
 
     def pids(self) -> list[int]:
+        """Process ids of the live workers."""
         return [p.pid for p in self._procs]
 
 
 def loop_time() -> float:
+    """The running event loop's clock (the deadlines of jobs are on it)."""
     return asyncio.get_running_loop().time()
 
 
@@ -343,4 +361,5 @@ def _user_line(stderr: collections.deque, path: str) -> int | None:
 
 def request(path: str, origin: str, config: dict, entries: list[str] | None = None,
             kind: str = "analyze") -> dict[str, Any]:
+    """A job for a worker: run ``kind`` on the file ``path`` (a buffer copy of ``origin``)."""
     return {"kind": kind, "path": path, "origin": origin, "config": config, "entries": entries}

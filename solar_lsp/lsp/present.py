@@ -8,13 +8,14 @@ from solar_lsp import units
 
 
 def hint_label(line: dict) -> str:
-    """``2.1 GFLOP · 48 MB · 21 µs mem`` (DESIGN §8)."""
+    """``2.1 GFLOP · 48 MB · 21 µs mem`` (docs/architecture.md §8)."""
     bound = "mem" if line.get("bound") == "memory" else "compute"
     return (f"{units.flops(line['flops'])} · {units.nbytes(line['bytes'])} · "
             f"{units.seconds(line['t_unfused_s'])} {bound}")
 
 
 def op_state(entry: dict, op_id: str, phase: str) -> str:
+    """Whether the IR of op ``op_id`` was verified, failed a check, or is still being verified."""
     if phase == "bounds":
         return "verifying…"
     v = entry.get("verification") or {}
@@ -165,6 +166,7 @@ def diagnostics(entry: dict) -> list[tuple[int, str, str]]:
 
 
 def fusion_markdown(entry: dict) -> str:
+    """The fusion suggestions of an entry and what each saves (the Show fusion action)."""
     items = entry.get("fusion") or []
     if not items:
         return f"# {entry['name']}: no fusion suggestions\n\nEvery op already reads and writes DRAM once."
@@ -180,6 +182,7 @@ def fusion_markdown(entry: dict) -> str:
 
 
 def reorder_markdown(entry: dict) -> str:
+    """The cheaper orders of the entry's contraction chains (the Reorder action's report)."""
     items = entry.get("reorder") or []
     if not items:
         return f"# {entry['name']}: every contraction chain is already in its best order"

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from solar_lsp import __version__, units
+from solar_lsp.defaults import DEFAULT_CHIP
+from solar_lsp.hardware.chips import chip_fingerprint
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "solar-lsp", "results")
 
@@ -44,7 +46,9 @@ class SettingsError(ValueError):
 
 @dataclass
 class Settings:
-    chip: str = "h100-sxm"
+    """The server's settings, one field per option (ALIASES gives the spellings it accepts)."""
+
+    chip: str = DEFAULT_CHIP
     tf32: str = "conv"  # conv | all | none
     target_latency: str | None = None  # "2ms"
     target_hz: str | None = None  # "500"
@@ -86,7 +90,6 @@ class Settings:
                 "onchip": self.onchip, "llm": self.llm}
 
     def analysis_key(self) -> str:
-        from solar_lsp.hardware.chips import chip_fingerprint
         return json.dumps({"v": __version__, "chip_file": chip_fingerprint(self.chip), **self.analysis_config()},
                           sort_keys=True)
 
@@ -125,6 +128,7 @@ def _check(s: Settings, origin: str) -> None:
 
 
 def find_pyproject(start: str | os.PathLike) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` (a folder, or a file's folder)."""
     p = Path(start).resolve()
     for d in [p, *p.parents] if p.is_dir() else list(p.parents):
         cand = d / "pyproject.toml"

@@ -18,11 +18,18 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import time
 import traceback
 from typing import Any
 
+from solar_lsp.defaults import DEFAULT_CHIP
 from solar_lsp.source.usercode import forget_user_modules, user_module_files
+
+# The engine is imported inside the functions that use it, not here: this module must import
+# with the standard library alone, so that a worker interpreter without the engine's
+# dependencies fails in main()'s timed warm-up with the real reason (no torch), after stdout
+# was moved aside.
 
 
 def _vm_size() -> int:
@@ -51,7 +58,7 @@ def _limit_memory(extra: int) -> int:
 def _config(d: dict, entry: str | None):
     from solar_lsp.bounds.sol import Policy
     from solar_lsp.pipeline.analyze import Config
-    cfg = Config(hw=list(d.get("hw") or ["h100-sxm"]), entry=entry, target_s=d.get("target_s"),
+    cfg = Config(hw=list(d.get("hw") or [DEFAULT_CHIP]), entry=entry, target_s=d.get("target_s"),
                  verify=bool(d.get("verify", True)), dims=dict(d.get("dims") or {}),
                  entries=dict(d.get("entries") or {}))
     tf32 = d.get("tf32", "conv")
@@ -67,6 +74,8 @@ def _config(d: dict, entry: str | None):
 
 
 class Worker:
+    """Runs one request at a time and writes its messages as JSON lines to ``out``."""
+
     def __init__(self, out) -> None:
         self.out = out
 
@@ -144,11 +153,9 @@ class Worker:
 
 
     def _roofline(self, rid: Any, path: str, req: dict) -> None:
-        import tempfile
-
         from solar_lsp.hardware.chips import load_chips
         from solar_lsp.pipeline.analyze import analyze_file
-        from solar_lsp.pipeline.plot import roofline
+        from solar_lsp.pipeline.plot import roofline  # imports matplotlib
         cfg = _config({**(req.get("config") or {}), "verify": False}, (req.get("entries") or [None])[0])
         report = analyze_file(path, cfg)
         if report.error or not any(e.status == "ok" for e in report.entries):
@@ -194,6 +201,7 @@ def _relabel(doc: dict, path: str, origin: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Warm up (torch, the tracer, the verifier), then serve requests from stdin until exit."""
     ap = argparse.ArgumentParser(prog="solar-lsp-worker")
     ap.add_argument("--memory", type=int, default=0, help="bytes of address space beyond warm-up")
     ap.add_argument("--jax", action="store_true", help="also import jax while warming up")
@@ -208,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from solar_lsp.frontend.torch.trace import warm_up
     from solar_lsp.pipeline import analyze  # noqa: F401
-    from solar_lsp.verify.check_torch import check_torch as verify  # noqa: F401
+    from solar_lsp.verify import check_torch  # noqa: F401  (numba, the golden run)
     warm_up()
     if args.jax:
         try:

@@ -13,7 +13,7 @@ import sys
 def library_roots() -> tuple[str, ...]:
     """Where installed code lives: the interpreter's prefixes, site-packages and this package."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.abspath(__file__))}
+             os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # solar_lsp/
     with contextlib.suppress(AttributeError):
         roots.update(site.getsitepackages())
     with contextlib.suppress(AttributeError):

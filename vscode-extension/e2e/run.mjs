@@ -184,8 +184,8 @@ async function trustedPass(browser) {
       const m = text.match(/[\d.]+ [kMGT]?FLOP · [\d.]+ [kMGT]?B · [\d.]+ [µmn]?s (compute|mem)/);
       return m ? m[0] : undefined;
     });
-    if (!groupProcesses(server.proc.pid).some((a) => a.includes("solar_lsp.server"))) {
-      fail("hints shown, yet no solar_lsp.server process in code-server's process group");
+    if (!groupProcesses(server.proc.pid).some((a) => a.includes("solar_lsp.lsp.server"))) {
+      fail("hints shown, yet no solar_lsp.lsp.server process in code-server's process group");
     }
     // the code lens over the Model class
     await waitFor("code lens", async () => {

@@ -5,8 +5,8 @@
  * and reach the server through {@link ServerLink}.
  */
 import * as vscode from "vscode";
-import { parseTarget, writeScope } from "./config";
-import { entryAt, listEntries } from "./entries";
+import { configuredChip, parseTarget, writeScope } from "./config";
+import { ENTRIES_COMMAND, entryAt, readEntries } from "./entries";
 import { classifyReply, failureMessage, rooflineHtml } from "./results";
 
 /** What the commands need from the running language client. */
@@ -14,8 +14,6 @@ export interface ServerLink {
   isRunning(): boolean;
   /** `workspace/executeCommand`; rejects on a JSON-RPC error reply. */
   execute(command: string, args: unknown[]): Promise<unknown>;
-  /** Commands of the server's code actions on `line` (0-based) of `uri`. */
-  actionCommands(uri: string, line: number): Promise<{ command: string; arguments?: unknown[] }[]>;
 }
 
 export interface Hooks {
@@ -51,10 +49,17 @@ export async function handleReply(command: string, reply: unknown, title?: strin
   // "document": the server asked the editor to open it (window/showDocument) already
 }
 
-/** Run a server command and show its reply; a JSON-RPC error becomes an error message. */
-export async function runServerCommand(link: ServerLink, command: string, args: unknown[], title?: string): Promise<unknown> {
+function serverRunning(link: ServerLink): boolean {
   if (!link.isRunning()) {
     void vscode.window.showWarningMessage("solar: the server is not running (see the status bar).");
+    return false;
+  }
+  return true;
+}
+
+/** Run a server command and show its reply; a JSON-RPC error becomes an error message. */
+export async function runServerCommand(link: ServerLink, command: string, args: unknown[], title?: string): Promise<unknown> {
+  if (!serverRunning(link)) {
     return undefined;
   }
   let reply: unknown;
@@ -89,23 +94,21 @@ function showSvg(svg: string, title: string): void {
 }
 
 /**
- * The entry the palette command is about: the server's code actions at the cursor name it
- * (its own AST discovery); else the definition around the cursor from the text; else the only
- * entry; else the user picks one.
+ * The entry the palette command is about, among those the server discovers in the document
+ * (`solar.entries`): the one at the cursor (its definition or its pragma line); else the only
+ * one; else the user picks one.
  */
 export async function pickEntry(link: ServerLink, editor: vscode.TextEditor): Promise<string | undefined> {
   const uri = editor.document.uri.toString();
   const line = editor.selection.active.line;
+  let reply: unknown;
   try {
-    const cmds = await link.actionCommands(uri, line);
-    const named = cmds.find((c) => Array.isArray(c.arguments) && c.arguments.length >= 2 && c.arguments[0] === uri && c.command.startsWith("solar."));
-    if (named) {
-      return String(named.arguments![1]);
-    }
-  } catch {
-    // fall back to the text
+    reply = await link.execute(ENTRIES_COMMAND, [uri]);
+  } catch (error) {
+    void vscode.window.showErrorMessage(failureMessage(ENTRIES_COMMAND, error));
+    return undefined;
   }
-  const entries = listEntries(editor.document.getText());
+  const { entries, error } = readEntries(reply);
   const here = entryAt(entries, line);
   if (here) {
     return here.name;
@@ -115,7 +118,9 @@ export async function pickEntry(link: ServerLink, editor: vscode.TextEditor): Pr
   }
   if (entries.length === 0) {
     void vscode.window.showWarningMessage(
-      "solar: no entry point in this file (a Model class with get_inputs, or a function with a # solar: pragma).",
+      error
+        ? `solar: no entry point: ${error}`
+        : "solar: no entry point in this file (a Model class with get_inputs, or a function with a # solar: pragma).",
     );
     return undefined;
   }
@@ -139,7 +144,7 @@ async function updateSetting(key: string, value: unknown): Promise<void> {
 /** *Select chip*: a quick pick of the bundled chips, or a chip TOML file; written to settings. */
 export async function selectChip(hooks: Hooks): Promise<string | undefined> {
   const config = vscode.workspace.getConfiguration("solar");
-  const current = config.get<string>("chipFile") || config.get<string>("chip", "h100-sxm");
+  const current = configuredChip((key) => config.get<string>(key));
   const fileItem = { label: "$(file) Chip file…", description: "a TOML file with your chip's peaks", name: "" };
   const items = [
     ...hooks.chips().map((c) => ({
@@ -210,6 +215,9 @@ export function registerCommands(link: ServerLink, hooks: Hooks): vscode.Disposa
           const editor = vscode.window.activeTextEditor;
           if (!editor || editor.document.languageId !== "python") {
             void vscode.window.showWarningMessage("solar: open a Python file with an entry point first.");
+            return undefined;
+          }
+          if (!serverRunning(link)) {
             return undefined;
           }
           uri = editor.document.uri.toString();

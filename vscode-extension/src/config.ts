@@ -140,6 +140,14 @@ export function parseTarget(text: string): Target {
   return { error: `cannot read ${JSON.stringify(t)}: write a latency (2ms, 500us) or a rate (500Hz)` };
 }
 
+/**
+ * The chip the settings name: `chipFile` when set, else `chip`. VS Code fills in `chip`'s
+ * default from package.json, the one place the extension names the default chip.
+ */
+export function configuredChip(get: (key: "chip" | "chipFile") => string | undefined): string {
+  return get("chipFile") || get("chip") || "";
+}
+
 /** Label of the active target, for the status bar tooltip. */
 export function targetLabel(settings: ServerSettings): string | undefined {
   if (!isBlank(settings.targetLatency)) {

@@ -6,7 +6,7 @@
 import * as os from "node:os";
 import * as vscode from "vscode";
 import type { ServerLink } from "./commands";
-import { changeAction, explicitValue, SERVER_KEYS, serverSettings, targetLabel, type PathContext, type ServerSettings } from "./config";
+import { changeAction, configuredChip, explicitValue, SERVER_KEYS, serverSettings, targetLabel, type PathContext, type ServerSettings } from "./config";
 import { pipInstallCommand, probe, resolveInterpreter, serverArgs, type Interpreter, type Probe } from "./interpreter";
 import { activeInterpreter, hasPythonExtension, onInterpreterChange } from "./pythonExt";
 import { asServerStatus, statusView, type ClientState } from "./status";
@@ -101,7 +101,7 @@ export class Controller implements ServerLink, vscode.Disposable {
 
   private render(): void {
     const config = vscode.workspace.getConfiguration("solar");
-    const chip = config.get<string>("chipFile") || config.get<string>("chip", "h100-sxm");
+    const chip = configuredChip((key) => config.get<string>(key));
     const view = statusView(this.state, chip, targetLabel(readServerSettings()));
     this.item.text = view.text;
     this.item.tooltip = view.tooltip;
@@ -345,10 +345,6 @@ export class Controller implements ServerLink, vscode.Disposable {
       return Promise.reject(new Error("the server is not running"));
     }
     return this.client.execute(command, args);
-  }
-
-  actionCommands(uri: string, line: number): Promise<{ command: string; arguments?: unknown[] }[]> {
-    return this.client ? this.client.actionCommands(uri, line) : Promise.resolve([]);
   }
 
   async dispose(): Promise<void> {

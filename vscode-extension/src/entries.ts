@@ -1,97 +1,65 @@
 /**
- * Entry points of a document, from its text: the fallback for palette commands when the
- * server has no code action at the cursor (it answers from its own AST discovery first).
- *
- * Mirrors docs/entry-points.md closely enough to pick a name: a top-level `class Model` with a
- * top-level `get_inputs`, or a top-level `def`/`class` with a `# solar:` pragma above it (among
- * its decorators and the comment lines directly above them), on its line, or inside its
- * signature.
+ * Entry points of a document as the server finds them: `solar.entries` runs the server's own
+ * discovery (solar_lsp.source.discover, on the document's text, AST only) so the palette
+ * commands name the same entries the code lenses and hints are about.
  */
 
-export interface TextEntry {
+export interface ServerEntry {
   name: string;
+  /** `model`, `function` or `module`. */
+  kind: string;
+  /** `torch` or `jax`. */
+  frontend: string;
   /** 0-based line of the `def`/`class` keyword. */
   line: number;
   /** 0-based last line of the definition. */
   endLine: number;
+  /** 0-based line of its `# solar:` pragma, when it has one. */
+  pragmaLine?: number;
 }
 
-const DEF = /^(?:async\s+def|def|class)\s+([A-Za-z_][A-Za-z0-9_]*)/;
-const PRAGMA = /#\s*solar\s*:/;
-const GET_INPUTS = /^(?:def\s+get_inputs\b|get_inputs\s*=)/;
-
-function isTopLevelCode(line: string): boolean {
-  return line.length > 0 && !/^\s/.test(line) && !line.startsWith("#");
+export interface EntriesReply {
+  entries: ServerEntry[];
+  /** Why the server found none (a syntax error, a bad pragma, an unreadable file). */
+  error?: string;
 }
 
-/** Top-level entries of `text`, in order. */
-export function listEntries(text: string): TextEntry[] {
-  const lines = text.split(/\r?\n/);
-  const hasGetInputs = lines.some((l) => GET_INPUTS.test(l));
-  const found: TextEntry[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const m = DEF.exec(line);
-    if (!m) {
+/** The server command that lists a document's entries; its one argument is the document URI. */
+export const ENTRIES_COMMAND = "solar.entries";
+
+function isLine(v: unknown): v is number {
+  return typeof v === "number" && Number.isInteger(v) && v >= 1;
+}
+
+/**
+ * Read the server's `solar.entries` reply (`{entries: [{name, kind, frontend, line, end_line,
+ * pragma_line}], error?}`, lines 1-based) into 0-based entries; malformed items are skipped.
+ */
+export function readEntries(reply: unknown): EntriesReply {
+  if (typeof reply !== "object" || reply === null) {
+    return { entries: [], error: "the server sent no entry list" };
+  }
+  const r = reply as Record<string, unknown>;
+  const entries: ServerEntry[] = [];
+  for (const item of Array.isArray(r.entries) ? r.entries : []) {
+    const e = (item ?? {}) as Record<string, unknown>;
+    if (typeof e.name !== "string" || !isLine(e.line)) {
       continue;
     }
-    // decorators and the comment-only lines directly above them (no blank line between)
-    let first = i;
-    while (first > 0 && (lines[first - 1].startsWith("@") || lines[first - 1].startsWith("#"))) {
-      first--;
-    }
-    const end = endOfDefinition(lines, i);
-    const sigEnd = endOfSignature(lines, i, end);
-    const pragma = lines.slice(first, sigEnd + 1).some((l) => PRAGMA.test(l));
-    const isModel = /^class\s+Model\b/.test(line) && /Module/.test(line) && hasGetInputs;
-    if (pragma || isModel) {
-      found.push({ name: m[1], line: i, endLine: end });
-    }
-    i = end;
+    entries.push({
+      name: e.name,
+      kind: typeof e.kind === "string" ? e.kind : "",
+      frontend: typeof e.frontend === "string" ? e.frontend : "",
+      line: e.line - 1,
+      endLine: (isLine(e.end_line) ? Math.max(e.end_line, e.line) : e.line) - 1,
+      pragmaLine: isLine(e.pragma_line) ? e.pragma_line - 1 : undefined,
+    });
   }
-  // the last top-level definition of a name is the one Python binds
-  const last = new Map<string, TextEntry>();
-  for (const e of found) {
-    last.set(e.name, e);
-  }
-  return [...last.values()].sort((a, b) => a.line - b.line);
+  const error = typeof r.error === "string" && r.error !== "" ? r.error : undefined;
+  return error === undefined ? { entries } : { entries, error };
 }
 
-function endOfDefinition(lines: string[], start: number): number {
-  let end = start;
-  for (let j = start + 1; j < lines.length; j++) {
-    const l = lines[j];
-    if (l.trim() === "") {
-      continue;
-    }
-    if (isTopLevelCode(l) && !/^[)\]}]/.test(l)) {
-      break;
-    }
-    if (l.startsWith("#") && j > end + 1) {
-      // a top-level comment after a blank line belongs to what follows
-      break;
-    }
-    end = j;
-  }
-  return end;
-}
-
-function endOfSignature(lines: string[], start: number, end: number): number {
-  let depth = 0;
-  for (let j = start; j <= end; j++) {
-    const code = lines[j].replace(/#.*$/, "");
-    for (const ch of code) {
-      if (ch === "(" || ch === "[") depth++;
-      if (ch === ")" || ch === "]") depth--;
-    }
-    if (depth <= 0 && /:\s*$/.test(code)) {
-      return j;
-    }
-  }
-  return start;
-}
-
-/** The entry whose definition holds `line` (0-based), if any. */
-export function entryAt(entries: TextEntry[], line: number): TextEntry | undefined {
-  return entries.find((e) => e.line <= line && line <= e.endLine);
+/** The entry whose definition, or its pragma line, holds `line` (0-based), if any. */
+export function entryAt(entries: ServerEntry[], line: number): ServerEntry | undefined {
+  return entries.find((e) => (e.line <= line && line <= e.endLine) || e.pragmaLine === line);
 }

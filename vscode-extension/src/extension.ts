@@ -5,7 +5,6 @@
 import * as vscode from "vscode";
 import {
   CloseAction,
-  CodeActionRequest,
   ErrorAction,
   DidChangeConfigurationNotification,
   ExecuteCommandRequest,
@@ -104,22 +103,6 @@ function makeClient(spec: ClientSpec, output: vscode.OutputChannel, trace: vscod
     },
     isRunning: () => client.isRunning(),
     execute: (command, args) => client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args }),
-    async actionCommands(uri, line) {
-      const actions = await client.sendRequest(CodeActionRequest.type, {
-        textDocument: { uri },
-        range: { start: { line, character: 0 }, end: { line, character: 0 } },
-        context: { diagnostics: [] },
-      });
-      const out: { command: string; arguments?: unknown[] }[] = [];
-      for (const a of actions ?? []) {
-        if (typeof a.command === "string") {
-          out.push({ command: a.command, arguments: (a as { arguments?: unknown[] }).arguments });
-        } else if (a.command) {
-          out.push(a.command);
-        }
-      }
-      return out;
-    },
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * What the status bar item says, from the extension's state and the server's `solar/status`
- * payload. Pure, so every state is unit-tested; statusBar.ts puts it on screen.
+ * payload. Pure, so every state is unit-tested; controller.ts (`Controller.render`) puts it on
+ * screen.
  */
 
 /** The payload of `solar/status` and of `solar.status` (server.py status_payload). */

@@ -9,12 +9,14 @@ const root = join(__dirname, "..", "..");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const mlp = readFileSync(join(root, "..", "examples", "mlp.py"), "utf8");
 
+/** What the server's solar.entries answers for examples/mlp.py (lines 1-based). */
+const MLP_ENTRIES = { entries: [{ name: "Model", kind: "model", frontend: "torch", line: 7, end_line: 17, pragma_line: null }] };
+
 /** A server link that records requests and answers from a table (or throws, like a JSON-RPC error). */
 class Link implements ServerLink {
   calls: { command: string; args: unknown[] }[] = [];
   running = true;
-  actions: { command: string; arguments?: unknown[] }[] = [];
-  replies: Record<string, unknown> = {};
+  replies: Record<string, unknown> = { "solar.entries": MLP_ENTRIES };
   isRunning() {
     return this.running;
   }
@@ -25,9 +27,6 @@ class Link implements ServerLink {
       throw r;
     }
     return r;
-  }
-  async actionCommands() {
-    return this.actions;
   }
 }
 
@@ -67,24 +66,32 @@ describe("command wiring", () => {
     assert.deepEqual([...fake.commands.keys()].sort(), contributed);
   });
 
-  it("sends [uri, entry] for the entry under the cursor, named by the server's code actions", async () => {
+  it("sends [uri, entry] for the entry under the cursor, as the server's solar.entries names it", async () => {
     const ed = openEditor("/ws/examples/mlp.py", mlp, 14);
     const uri = ed.document.uri.toString();
-    link.actions = [{ command: "solar.showIR", arguments: [uri, "Model"] }];
     for (const [id, spec] of Object.entries(ENTRY_COMMANDS)) {
       link.calls = [];
       link.replies[spec.server] = { uri: "file:///views/x.md", text: "..." };
       await run(id);
-      assert.deepEqual(link.calls, [{ command: spec.server, args: [uri, "Model"] }], id);
+      assert.deepEqual(link.calls, [{ command: "solar.entries", args: [uri] }, { command: spec.server, args: [uri, "Model"] }], id);
     }
     assert.deepEqual(fake.messages, []);
   });
 
-  it("falls back to the text when the server has no action there", async () => {
+  it("takes the entry at the cursor or its pragma, the only one, or asks", async () => {
     const text = "# solar: x=f32[4]\ndef f(x):\n    return x\n\n# solar: x=f32[4]\ndef g(x):\n    return x\n";
+    link.replies["solar.entries"] = {
+      entries: [
+        { name: "f", kind: "function", frontend: "torch", line: 2, end_line: 3, pragma_line: 1 },
+        { name: "g", kind: "function", frontend: "torch", line: 6, end_line: 7, pragma_line: 5 },
+      ],
+    };
     openEditor("/ws/a.py", text, 6);
     await run("solar-lsp.showIR");
-    assert.deepEqual(link.calls[0].args[1], "g");
+    assert.deepEqual(link.calls.at(-1)!.args, ["file:///ws/a.py", "g"]);
+    openEditor("/ws/a.py", text, 0);
+    await run("solar-lsp.showIR");
+    assert.deepEqual(link.calls.at(-1)!.args, ["file:///ws/a.py", "f"]);
     // between entries: the user picks one
     link.calls = [];
     openEditor("/ws/a.py", text, 3);
@@ -95,7 +102,28 @@ describe("command wiring", () => {
     };
     await run("solar-lsp.compareChips");
     assert.deepEqual(offered, ["f", "g"]);
-    assert.deepEqual(link.calls, [{ command: "solar.compareChips", args: ["file:///ws/a.py", "f"] }]);
+    assert.deepEqual(link.calls.at(-1), { command: "solar.compareChips", args: ["file:///ws/a.py", "f"] });
+    // one entry anywhere in the file is the one
+    link.replies["solar.entries"] = { entries: [{ name: "g", kind: "function", frontend: "torch", line: 6, end_line: 7 }] };
+    openEditor("/ws/a.py", text, 0);
+    await run("solar-lsp.showIR");
+    assert.deepEqual(link.calls.at(-1)!.args, ["file:///ws/a.py", "g"]);
+  });
+
+  it("says why there is no entry, and sends nothing", async () => {
+    openEditor("/ws/a.py", "def f(:\n", 0);
+    link.replies["solar.entries"] = { entries: [], error: "syntax error at line 1, col 7: invalid syntax" };
+    await run("solar-lsp.showIR");
+    link.replies["solar.entries"] = { entries: [] };
+    await run("solar-lsp.showIR");
+    link.replies["solar.entries"] = new Error("Command 'solar.entries' not found");
+    await run("solar-lsp.showIR");
+    assert.deepEqual(link.calls.map((c) => c.command), ["solar.entries", "solar.entries", "solar.entries"]);
+    assert.deepEqual(fake.messages.map((m) => [m.level, m.text]), [
+      ["warning", "solar: no entry point: syntax error at line 1, col 7: invalid syntax"],
+      ["warning", "solar: no entry point in this file (a Model class with get_inputs, or a function with a # solar: pragma)."],
+      ["error", "solar: solar.entries failed: Command 'solar.entries' not found"],
+    ]);
   });
 
   it("uses [uri, entry] when given (from a code lens) without asking", async () => {
@@ -150,7 +178,8 @@ describe("command wiring", () => {
     // picking a bundled chip again clears the chip file, or it would keep winning
     fake.answerQuickPick = (_m, items) => (items as { label: string }[])[0];
     await run("solar-lsp.selectChip");
-    assert.deepEqual(fake.settings.writes.slice(-2).map((w) => [w.key, w.value]), [["solar.chipFile", undefined], ["solar.chip", "a100-sxm"]]);
+    const first = pkg.contributes.configuration.properties["solar.chip"].enum[0];
+    assert.deepEqual(fake.settings.writes.slice(-2).map((w) => [w.key, w.value]), [["solar.chipFile", undefined], ["solar.chip", first]]);
   });
 
   it("Set target validates the input and writes latency or rate, clearing the other", async () => {

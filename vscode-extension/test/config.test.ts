@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { changeAction, expandPath, explicitValue, parseTarget, serverSettings, targetLabel, writeScope } from "../src/config";
+import { changeAction, configuredChip, expandPath, explicitValue, parseTarget, serverSettings, targetLabel, writeScope } from "../src/config";
 
 const ctx = { workspaceFolder: "/ws/proj", home: "/home/me", env: { VENV: "/opt/venv" } };
 
@@ -93,5 +93,11 @@ describe("targetLabel, writeScope, explicitValue, changeAction", () => {
     assert.equal(changeAction(only("chipFile")), "notify");
     assert.equal(changeAction(only("targetHz")), "notify");
     assert.equal(changeAction(only("pipSpec")), "none");
+  });
+  it("names the chip file when one is set, else the chip setting (its default comes from package.json)", () => {
+    const get = (values: Record<string, string>) => (key: string) => values[key];
+    assert.equal(configuredChip(get({ chip: "b200", chipFile: "/ws/mine.toml" })), "/ws/mine.toml");
+    assert.equal(configuredChip(get({ chip: "b200", chipFile: "" })), "b200");
+    assert.equal(configuredChip(get({})), "");
   });
 });

@@ -27,9 +27,6 @@ class Client implements ClientHandle {
   async execute() {
     return undefined;
   }
-  async actionCommands() {
-    return [];
-  }
 }
 
 function setup(probeAnswers: Record<string, Probe> = {}) {

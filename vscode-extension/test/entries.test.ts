@@ -1,76 +1,46 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, it } from "node:test";
-import { entryAt, listEntries } from "../src/entries";
+import { ENTRIES_COMMAND, entryAt, readEntries } from "../src/entries";
 
-const repo = join(__dirname, "..", "..", "..");
+/** A `solar.entries` reply as the server sends it (lines 1-based, snake_case). */
+const reply = {
+  entries: [
+    { name: "matmul", kind: "function", frontend: "torch", line: 4, end_line: 5, pragma_line: 3 },
+    { name: "Model", kind: "model", frontend: "torch", line: 8, end_line: 20, pragma_line: null },
+  ],
+};
 
-describe("listEntries", () => {
-  it("finds the Model convention in the bundled example", () => {
-    const text = readFileSync(join(repo, "examples", "mlp.py"), "utf8");
-    const entries = listEntries(text);
-    assert.deepEqual(entries.map((e) => e.name), ["Model"]);
-    const lines = text.split("\n");
-    assert.match(lines[entries[0].line], /^class Model\(nn\.Module\)/);
-    // the class body ends before get_inputs
-    assert.match(lines[entries[0].endLine], /return x \+ self\.down\(h\)/);
+describe("readEntries", () => {
+  it("reads the server's entries into 0-based lines", () => {
+    assert.equal(ENTRIES_COMMAND, "solar.entries");
+    assert.deepEqual(readEntries(reply), {
+      entries: [
+        { name: "matmul", kind: "function", frontend: "torch", line: 3, endLine: 4, pragmaLine: 2 },
+        { name: "Model", kind: "model", frontend: "torch", line: 7, endLine: 19, pragmaLine: undefined },
+      ],
+    });
   });
-  it("ignores a Model without get_inputs", () => {
-    assert.deepEqual(listEntries("import torch\nclass Model(nn.Module):\n    pass\n"), []);
+  it("keeps the server's reason when there are none", () => {
+    assert.deepEqual(readEntries({ entries: [], error: "syntax error at line 3, col 9: expected ':'" }), {
+      entries: [],
+      error: "syntax error at line 3, col 9: expected ':'",
+    });
   });
-  it("finds pragmas above, between decorators, on the def line and in the signature", () => {
-    const text = [
-      "import torch",                      // 0
-      "",                                  // 1
-      "# solar: x=f32[8,16], w=f32[16,4]", // 2
-      "def matmul(x, w):",                 // 3
-      "    return x @ w",                  // 4
-      "",                                  // 5
-      "def relu(x):  # solar: x=f16[64]",  // 6
-      "    return x.clamp_min(0)",         // 7
-      "",                                  // 8
-      "@torch.compile",                    // 9
-      "# solar: x=f32[4]",                 // 10
-      "def g(x):",                         // 11
-      "    return x",                      // 12
-      "",                                  // 13
-      "def h(",                            // 14
-      "    q,  # solar: q=bf16[2,8]",      // 15
-      "):",                                // 16
-      "    return q",                      // 17
-      "",                                  // 18
-      "def plain(x):",                     // 19
-      "    # solar: not a pragma of plain, it is in the body", // 20
-      "    return x",                      // 21
-      "",                                  // 22
-      "# solar: x=f32[4]",                 // 23
-      "",                                  // 24
-      "def detached(x):",                  // 25
-      "    return x",                      // 26
-    ].join("\n");
-    const entries = listEntries(text);
-    assert.deepEqual(entries.map((e) => [e.name, e.line, e.endLine]), [
-      ["matmul", 3, 4],
-      ["relu", 6, 7],
-      ["g", 11, 12],
-      ["h", 14, 17],
-    ]);
-  });
-  it("keeps the last definition of a name, as Python binds it", () => {
-    const text = "# solar: x=f32[4]\ndef f(x):\n    return x\n\n# solar: x=f32[8]\ndef f(x):\n    return x\n";
-    assert.deepEqual(listEntries(text).map((e) => e.line), [5]);
+  it("skips malformed items and survives a reply that is not an entry list", () => {
+    const odd = readEntries({ entries: [{ name: 3, line: 1 }, { name: "f", line: 0 }, null, { name: "g", line: 2 }] });
+    assert.deepEqual(odd.entries.map((e) => [e.name, e.line, e.endLine]), [["g", 1, 1]]);
+    assert.deepEqual(readEntries(undefined).entries, []);
+    assert.match(readEntries(null).error ?? "", /no entry list/);
   });
 });
 
 describe("entryAt", () => {
-  it("picks the definition around the cursor, none outside", () => {
-    const text = readFileSync(join(repo, "examples", "mlp.py"), "utf8");
-    const entries = listEntries(text);
-    const lines = text.split("\n");
-    const forward = lines.findIndex((l) => l.includes("h = F.gelu(h)"));
-    assert.equal(entryAt(entries, forward)?.name, "Model");
-    const getInputs = lines.findIndex((l) => l.startsWith("def get_inputs"));
-    assert.equal(entryAt(entries, getInputs), undefined);
+  it("picks the definition around the cursor or its pragma line, none outside", () => {
+    const { entries } = readEntries(reply);
+    assert.equal(entryAt(entries, 2)?.name, "matmul"); // the pragma comment above the def
+    assert.equal(entryAt(entries, 4)?.name, "matmul");
+    assert.equal(entryAt(entries, 12)?.name, "Model");
+    assert.equal(entryAt(entries, 5), undefined); // between them
+    assert.equal(entryAt(entries, 25), undefined);
   });
 });

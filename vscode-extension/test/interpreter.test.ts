@@ -1,15 +1,41 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { pipInstallCommand, probe, readProbe, resolveInterpreter, serverArgs, shellQuote } from "../src/interpreter";
 
 const ctx = { workspaceFolder: "/ws/proj", home: "/home/me", env: {} };
-/** The Python that has solar_lsp installed (this repository, editable). */
-const PYTHON = process.env.SOLAR_TEST_PYTHON || "python3";
+/** A Python that has solar_lsp installed, when the caller names one (this repository, editable). */
+const INSTALLED = process.env.SOLAR_TEST_PYTHON;
+/** A plain Python: the probe's real interpreter, given stand-in packages. */
+const PYTHON = "python3";
 const repo = join(__dirname, "..", "..", "..");
+const version = /__version__ = "([^"]+)"/.exec(readFileSync(join(repo, "solar_lsp", "__init__.py"), "utf8"))?.[1];
+
+/**
+ * A folder of stand-ins for what the probe imports (solar_lsp at the repository's version, its
+ * server module, pygls, lsprotocol, minus `without`). `python -c` puts its working directory
+ * first on sys.path, so the probe run there finds them, with no package installed.
+ */
+function standIns(dir: string, without: string[] = []): string {
+  const files: Record<string, string> = {
+    "solar_lsp/__init__.py": `__version__ = "${version}"\n`,
+    "solar_lsp/lsp/__init__.py": "",
+    "solar_lsp/lsp/server.py": "",
+    "pygls/__init__.py": "",
+    "lsprotocol/__init__.py": "",
+  };
+  for (const [file, text] of Object.entries(files)) {
+    if (without.some((m) => file.startsWith(`${m}/`))) {
+      continue;
+    }
+    mkdirSync(join(dir, file, ".."), { recursive: true });
+    writeFileSync(join(dir, file), text);
+  }
+  return dir;
+}
 
 describe("resolveInterpreter", () => {
   it("prefers solar.interpreter, then the Python extension, then python3", () => {
@@ -55,9 +81,18 @@ describe("probe (real interpreters)", () => {
   const tmp = mkdtempSync(join(tmpdir(), "solar-probe-"));
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it(`finds solar_lsp in ${PYTHON}, at the repository's version`, async () => {
-    const p = await probe(PYTHON, undefined);
-    const version = /__version__ = "([^"]+)"/.exec(readFileSync(join(repo, "solar_lsp", "__init__.py"), "utf8"))?.[1];
+  it("finds solar_lsp, its version and the interpreter", async () => {
+    const p = await probe(PYTHON, standIns(join(tmp, "full")));
+    assert.ok(p.ok, JSON.stringify(p));
+    assert.equal(p.version, version);
+    assert.match(p.python, /^3\.\d+/);
+  });
+  it("reports solar_lsp without its LSP library as not-installed, naming what is missing", async () => {
+    const p = await probe(PYTHON, standIns(join(tmp, "partial"), ["pygls"]));
+    assert.deepEqual(p, { ok: false, reason: "not-installed", detail: "missing modules: pygls" });
+  });
+  it(`finds solar_lsp in $SOLAR_TEST_PYTHON (${INSTALLED ?? "unset"}), at the repository's version`, { skip: !INSTALLED }, async () => {
+    const p = await probe(INSTALLED!, tmp);
     assert.ok(p.ok, JSON.stringify(p));
     assert.equal(p.version, version);
   });

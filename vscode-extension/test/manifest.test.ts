@@ -21,11 +21,18 @@ function serverAliases(): Set<string> {
   return new Set(aliasTable().keys());
 }
 
-/** The commands solar_lsp/lsp/server.py registers (its COMMANDS tuple). */
+/** The commands solar_lsp/lsp/commands.py registers (its `@server.command("…")` handlers). */
 function serverCommands(): string[] {
-  const src = readFileSync(join(repo, "solar_lsp", "server.py"), "utf8");
-  const tuple = /COMMANDS = \(([\s\S]*?)\)/.exec(src)?.[1] ?? "";
-  return [...tuple.matchAll(/"([\w.]+)"/g)].map((m) => m[1]);
+  const src = readFileSync(join(repo, "solar_lsp", "lsp", "commands.py"), "utf8");
+  return [...src.matchAll(/@server\.command\("([\w.]+)"\)/g)].map((m) => m[1]);
+}
+
+/** The keys in the first column of docs/editors.md's settings table. */
+function documentedKeys(): string[] {
+  const doc = readFileSync(join(repo, "docs", "editors.md"), "utf8");
+  const table = doc.slice(doc.indexOf("| key |"), doc.indexOf("```toml"));
+  const rows = table.split("\n").filter((l) => l.startsWith("|")).slice(2); // past the header and |---|
+  return rows.flatMap((row) => [...(row.split("|")[1] ?? "").matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]));
 }
 
 describe("package.json settings", () => {
@@ -50,10 +57,9 @@ describe("package.json settings", () => {
     assert.deepEqual([...fields].filter((f) => !covered.has(f)), [], "server fields without a solar.* setting");
   });
   it("covers every key in docs/editors.md's settings table", () => {
-    const doc = readFileSync(join(repo, "docs", "editors.md"), "utf8");
-    const table = doc.slice(doc.indexOf("| key |"), doc.indexOf("```toml"));
-    const keys = [...table.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]).filter((k) => /^[a-z]/.test(k) && !["conv", "all", "none", "true", "false"].includes(k));
+    const keys = documentedKeys();
     assert.ok(keys.length >= 10);
+    assert.ok(keys.includes("targetHz") && keys.includes("entries") && !keys.includes("smem"), keys.join(" "));
     for (const k of keys) {
       assert.ok(props[`solar.${k}`], `docs/editors.md lists ${k}, the extension has no solar.${k}`);
     }
@@ -73,10 +79,12 @@ describe("package.json settings", () => {
     assert.deepEqual(props["solar.chip"].enumDescriptions, names);
     assert.ok((props["solar.chip"].enum as string[]).includes(props["solar.chip"].default as string));
   });
-  it("has the server's defaults (solar_lsp/lsp/settings.py Settings)", () => {
+  it("has the server's defaults (solar_lsp/lsp/settings.py Settings, solar_lsp/defaults.py)", () => {
     const src = readFileSync(join(repo, "solar_lsp", "lsp", "settings.py"), "utf8");
     const dflt = (field: string) => new RegExp(`\\n    ${field}: [^=]+= ([^#\\n]+)`).exec(src)?.[1].trim();
-    assert.equal(JSON.stringify(props["solar.chip"].default), dflt("chip"));
+    const shared = readFileSync(join(repo, "solar_lsp", "defaults.py"), "utf8");
+    assert.equal(dflt("chip"), "DEFAULT_CHIP");
+    assert.equal(JSON.stringify(props["solar.chip"].default), /\nDEFAULT_CHIP = ("[^"]*")/.exec(shared)?.[1]);
     assert.equal(JSON.stringify(props["solar.tf32"].default), dflt("tf32"));
     assert.equal(String(props["solar.workers"].default), dflt("workers"));
     assert.equal(Number(props["solar.timeout"].default), Number(dflt("timeout_s")));
@@ -91,8 +99,8 @@ describe("package.json settings", () => {
 
 describe("package.json commands and trust", () => {
   it("never reuses a server command id (vscode-languageclient registers those itself)", () => {
-    const server = [...serverCommands(), "solar.showRoofline", "solar.explainHeadroom"];
-    assert.ok(server.includes("solar.showIR"), "parsed the server's COMMANDS");
+    const server = serverCommands();
+    assert.ok(server.includes("solar.showIR") && server.includes("solar.entries"), "parsed the server's commands");
     for (const c of pkg.contributes.commands as { command: string }[]) {
       assert.ok(!server.includes(c.command), `${c.command} collides with a server command`);
     }

@@ -1,12 +1,16 @@
 /**
  * The contract with the real server (python -m solar_lsp.lsp.server, as the extension starts it):
  * mapped settings reach it through initializationOptions and workspace/configuration pulls,
- * solar.status has what the status bar reads, its command ids do not collide with ours, and an
- * unknown command comes back as an error the extension can show.
+ * solar.status has what the status bar reads, its command ids do not collide with ours,
+ * solar.entries names the entries the palette commands pick from, and an unknown command comes
+ * back as an error the extension can show.
+ *
+ * It needs an interpreter that can run the server: $SOLAR_TEST_PYTHON, else the repository's
+ * .venv, else python3; when that one cannot import the server, the suite is skipped and says so.
  */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -25,15 +29,32 @@ import {
   type MessageConnection,
 } from "vscode-languageserver-protocol/node";
 import { serverSettings } from "../src/config";
-import { serverArgs } from "../src/interpreter";
+import { readEntries } from "../src/entries";
+import { PROBE_SCRIPT, readProbe, serverArgs } from "../src/interpreter";
 import { classifyReply } from "../src/results";
 import { asServerStatus } from "../src/status";
 
-const PYTHON = process.env.SOLAR_TEST_PYTHON || "python3";
 const root = join(__dirname, "..", "..");
+const repo = join(root, "..");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+const venv = join(repo, ".venv", "bin", "python");
+const PYTHON = process.env.SOLAR_TEST_PYTHON || (existsSync(venv) ? venv : "python3");
 
-describe("the real solar-lsp server", { timeout: 120_000 }, () => {
+/** Why PYTHON cannot run the server (the extension's own probe), or undefined when it can. */
+function cannotRun(python: string): string | undefined {
+  let out = "";
+  try {
+    out = execFileSync(python, ["-c", PROBE_SCRIPT], { stdio: ["ignore", "pipe", "pipe"], timeout: 30_000 }).toString();
+  } catch (error) {
+    const e = error as { status?: number | null; stdout?: Buffer; stderr?: Buffer } & NodeJS.ErrnoException;
+    const p = readProbe(e.status ?? null, String(e.stdout ?? ""), String(e.stderr ?? ""), typeof e.code === "string" ? e : undefined);
+    return p.ok ? undefined : `${python}: ${p.detail} (set SOLAR_TEST_PYTHON to an interpreter with solar_lsp)`;
+  }
+  const p = readProbe(0, out, "");
+  return p.ok ? undefined : `${python}: ${p.detail} (set SOLAR_TEST_PYTHON to an interpreter with solar_lsp)`;
+}
+
+describe("the real solar-lsp server", { timeout: 120_000, skip: cannotRun(PYTHON) }, () => {
   let proc: ChildProcess;
   let conn: MessageConnection;
   let init: InitializeResult;
@@ -114,6 +135,17 @@ describe("the real solar-lsp server", { timeout: 120_000 }, () => {
     assert.ok(server.includes("solar.showIR") && server.includes("solar.status"), JSON.stringify(server));
     const ours = (pkg.contributes.commands as { command: string }[]).map((c) => c.command);
     assert.deepEqual(ours.filter((c) => server.includes(c)), []);
+  });
+
+  it("lists a document's entries for solar.entries, as the palette commands read them", async () => {
+    const mlp = join(repo, "examples", "mlp.py");
+    const lines = readFileSync(mlp, "utf8").split("\n");
+    const reply = await conn.sendRequest(ExecuteCommandRequest.type, { command: "solar.entries", arguments: [`file://${mlp}`] });
+    const { entries, error } = readEntries(reply);
+    assert.equal(error, undefined);
+    assert.deepEqual(entries.map((e) => [e.name, e.kind, e.frontend]), [["Model", "model", "torch"]]);
+    assert.match(lines[entries[0].line], /^class Model\(nn\.Module\)/);
+    assert.match(lines[entries[0].endLine], /return x \+ self\.down\(h\)/); // the class ends before get_inputs
   });
 
   it("answers a command it lacks with an error the extension shows", async () => {

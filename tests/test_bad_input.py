@@ -415,3 +415,11 @@ def test_chip_file_with_a_bundled_name_is_used_everywhere_with_a_warning(cli, tm
     assert mine > bundled  # a third of the bandwidth: the file's figures were used
     [row] = c.json()["entries"][0]["chips"]
     assert abs(row["t_unfused_s"] - mine) < 1e-12
+
+
+@pytest.mark.serial
+def test_headroom_stderr_has_no_profiler_chatter(tmp_path):
+    p = run_solar("headroom", "examples/mlp.py", "--json", timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "USDT" not in p.stderr and "profiler_start" not in p.stderr, p.stderr
+    json.loads(p.stdout)  # stdout is still one clean JSON document

@@ -372,3 +372,31 @@ def test_hw_show_errors_exit_2_without_traceback(tmp_path):
     console = make_console()
     assert hw_show(str(bad), console) == 2
     assert "'sm_count'" in console.export_text()
+
+
+def test_a_new_probe_never_lowers_the_profiles_bandwidth(tmp_path):
+    """A probe under load reads low; the profile is a ceiling, so the higher figure stays."""
+    from solar_lsp.hardware.hostprobe import keep_higher_bandwidth, probe, to_toml
+    path = tmp_path / "host.toml"
+    earlier = probe(measure=False)
+    earlier["dram_bytes_per_s"] = 48e9
+    path.write_text(to_toml(earlier))
+    busy = probe(measure=False)
+    busy["dram_bytes_per_s"] = 5e9
+    assert keep_higher_bandwidth(busy, str(path)) == 48e9
+    assert busy["dram_bytes_per_s"] == 48e9 and "5.0 GB/s" in busy["sources"]["dram_bytes_per_s"]
+    idle = probe(measure=False)
+    idle["dram_bytes_per_s"] = 60e9
+    assert keep_higher_bandwidth(idle, str(path)) is None and idle["dram_bytes_per_s"] == 60e9
+
+
+def test_hw_show_prints_a_cpu_bandwidth_in_gb_per_s(tmp_path):
+    from solar_lsp.hardware.hostprobe import probe, to_toml
+    d = probe(measure=False)
+    d["dram_bytes_per_s"] = 46.1e9
+    path = tmp_path / "host.toml"
+    path.write_text(to_toml(d))
+    console = Console(record=True, width=200)
+    assert hw_show(str(path), console) == 0
+    text = console.export_text()
+    assert "46.1 GB/s" in text and "TB/s" not in text

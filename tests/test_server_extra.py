@@ -10,6 +10,7 @@ import asyncio
 import os
 import pathlib
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -100,10 +101,12 @@ async def test_worker_that_cannot_start_is_reported_and_retried_on_save(
     await asyncio.sleep(4)
     assert (await command(client, "solar.status"))["workers_started"] == started  # no retry loop
 
-    # the user makes torch importable in that environment and saves: it is tried again
-    cfg = ENV_DIR / "pyvenv.cfg"
-    cfg.write_text(cfg.read_text().replace("include-system-site-packages = false",
-                                           "include-system-site-packages = true"))
+    # the user makes torch importable in that environment and saves: it is tried again. (The
+    # packages are this interpreter's, which may itself be a venv: a .pth file adds its
+    # site-packages, which switching on the system site-packages would not.)
+    [site_dir] = list(ENV_DIR.glob("lib/python3*/site-packages"))
+    (site_dir / "solar_test_env.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages()))
     save(client, uri)
     by_line = await until(lambda: hints(client, uri), timeout=180)
     assert "FLOP" in by_line[line_of(text, "F.gelu(h)")]

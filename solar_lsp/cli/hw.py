@@ -112,7 +112,8 @@ def _chip_table(chip: Chip) -> Table:
 
     row("clock_hz", f"{chip.clock_hz / 1e9:.3f} GHz")
     row("sm_count", str(chip.sm_count))
-    row("dram_bytes_per_s", f"{chip.dram_bytes_per_s / 1e12:.3f} TB/s")
+    bw = chip.dram_bytes_per_s
+    row("dram_bytes_per_s", f"{bw / 1e12:.3f} TB/s" if bw >= 1e12 else f"{bw / 1e9:.1f} GB/s")
     row(
         "dram_capacity_bytes",
         "-" if chip.dram_capacity_bytes is None else f"{chip.dram_capacity_bytes / 1e9:.0f} GB",
@@ -151,9 +152,10 @@ def hw_probe(output: str | None, out: Console, err: Console) -> int:
     from solar_lsp.hardware.hostprobe import ensure_host_toml, probe, to_toml
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     if load > 0.5 * (os.cpu_count() or 1):
-        err.print(f"[yellow]warning:[/yellow] load average {load:.1f}: other work competes for memory "
-                  "bandwidth, so the measured figure may be low; probe an idle machine")
-    with err.status("measuring memory bandwidth (STREAM-like triad)…"):
+        err.print("[bold yellow]warning:[/bold yellow] [bold]the machine is busy[/bold] (load "
+                  f"{load:.1f} on {os.cpu_count()} CPUs): the bandwidth measured now reads low. An "
+                  "existing profile keeps its higher figure; a new one can be probed again later")
+    with err.status("measuring memory bandwidth (STREAM-like kernels)…"):
         if output:
             with open(output, "w") as f:
                 f.write(to_toml(probe()))

@@ -279,11 +279,35 @@ def host_toml_path() -> str:
 
 
 def ensure_host_toml(refresh: bool = False) -> str:
-    """Probe once and keep the file; ``--hw host`` reads it."""
+    """Probe once and keep the file; ``--hw host`` reads it. A new probe of a current file never
+    lowers its bandwidth: the profile is a ceiling, and a probe taken under load reads low."""
     path = host_toml_path()
-    if refresh or not _current(path):
-        _write(path, to_toml(probe()))
+    current = _current(path)
+    if refresh or not current:
+        d = probe()
+        if current:
+            keep_higher_bandwidth(d, path)
+        _write(path, to_toml(d))
     return path
+
+
+def keep_higher_bandwidth(d: dict, path: str) -> float | None:
+    """Keep the DRAM figure of the file at ``path`` in ``d`` when it is the higher one; returns
+    the figure kept from the file (None when the new probe is the higher or there is no file)."""
+    import tomllib
+    try:
+        with open(path, "rb") as f:
+            old = float(tomllib.load(f).get("dram_bytes_per_s", 0.0))
+    except (OSError, tomllib.TOMLDecodeError, ValueError):
+        return None
+    new = float(d.get("dram_bytes_per_s", 0.0))
+    if old <= new:
+        return None
+    d["dram_bytes_per_s"] = old
+    d["sources"]["dram_bytes_per_s"] = (
+        f"kept {old / 1e9:.1f} GB/s from the earlier profile: this probe measured only "
+        f"{new / 1e9:.1f} GB/s (other work on the machine?), and the figure is a ceiling")
+    return old
 
 
 def _current(path: str) -> bool:

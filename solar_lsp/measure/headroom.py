@@ -24,6 +24,7 @@ from solar_lsp.hardware.chips import load_chip
 from solar_lsp.hardware.hostprobe import host_toml_path, raise_dram_bandwidth
 from solar_lsp.measure.headroom_jax import headroom_jax_entry
 from solar_lsp.measure.memory import available_bytes, check_fits  # noqa: F401  (re-exported)
+from solar_lsp.measure.quiet import profiler_quiet
 from solar_lsp.measure.result import (  # noqa: F401  (re-exported: callers import them from here)
     OVERHEAD_S,
     Headroom,
@@ -187,7 +188,7 @@ def profile_lines(fn, device: str, path: str) -> tuple[dict[int, float], int]:
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     labels = LineLabels(path)
-    with profile(activities=acts) as prof, labels:
+    with profiler_quiet(), profile(activities=acts) as prof, labels:
         fn()
         if device == "cuda":
             torch.cuda.synchronize()
@@ -212,7 +213,7 @@ def profile_ops(fn, device: str) -> tuple[float, float]:
     import torch
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    with profile(activities=acts) as prof:
+    with profiler_quiet(), profile(activities=acts) as prof:
         t0 = time.perf_counter()
         fn()
         if device == "cuda":

@@ -45,6 +45,13 @@ def analyze_command(args, out: Console, err: Console) -> int:
                     report = analyze_file(args.file, cfg, chips)
             else:
                 report = analyze_file(args.file, cfg, chips)
+            if getattr(args, "symbolic", False) and not report.error:
+                from solar_lsp.pipeline.symbolic_costs import add_symbolic  # sympy, when asked
+                if args.json:
+                    add_symbolic(report, args.file, cfg, chips)
+                else:
+                    with err.status("fitting formulas (re-analysis at small sizes)…"):
+                        add_symbolic(report, args.file, cfg, chips)
     except FileTimeout:
         err.print(f"[red]error:[/red] {args.file}: the analysis did not finish in {args.timeout:g} s "
                   "(is there an endless loop at import or in forward?); --timeout S allows longer",

@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     _file_args(pl)
     pl.add_argument("-o", "--output", default="roofline.png",
                     help="file to write; .png or .svg (default roofline.png)")
+    pl.add_argument("--sweep", metavar="SYM=LO..HI",
+                    help="SOL time per fidelity against a pragma symbol, e.g. S=128..8192 (log-log, "
+                         "compute/memory crossover marked)")
     onchip_arg(pl)
     llm_args(pl)
     _coverage_parser(sub)
@@ -72,6 +75,9 @@ def _analyze_parser(sub) -> None:
                    help=f"memory budget of the golden run (default {DEFAULT_BUDGET_BYTES / 2**30:g} GiB)")
     a.add_argument("--tf32", choices=["conv", "all", "none"], default="conv",
                    help="which fp32 contractions may use TF32 tensor cores (PyTorch default: conv)")
+    a.add_argument("--symbolic", action="store_true",
+                   help="also FLOPs, bytes and times as formulas of the pragma's shape symbols "
+                        "(fitted from up to 30 re-analyses at small sizes)")
     onchip_arg(a)
     llm_args(a)
 
@@ -162,6 +168,19 @@ def llm_config(args):
     if args.llm_model or args.llm_rounds is not None:
         raise ValueError("--llm-model and --llm-rounds need --llm or --llm-dry-run")
     return None
+
+
+def parse_sweep(text: str) -> tuple[str, int, int]:
+    """``--sweep S=128..8192``: (symbol, low, high); ValueError saying what is wrong."""
+    name, eq, rng = text.partition("=")
+    lo, dots, hi = rng.partition("..")
+    try:
+        a, b = int(lo), int(hi)
+    except ValueError:
+        raise ValueError(f"--sweep {text!r}: expected SYMBOL=LOW..HIGH, e.g. S=128..8192") from None
+    if not eq or not dots or not name.strip().isidentifier() or not 0 < a < b:
+        raise ValueError(f"--sweep {text!r}: expected SYMBOL=LOW..HIGH with 0 < LOW < HIGH")
+    return name.strip(), a, b
 
 
 def parse_dims(values: list[str]) -> dict:

@@ -49,10 +49,45 @@ def render(report, console: Console, chips) -> None:
         v = e.verification
         color = {"verified": "green", "mismatch": "red"}.get(v["status"], "yellow")
         console.print(f"  verification: [{color}]{v['status']}[/{color}] — {v['detail']}")
+        c = v.get("counts")
+        if c:  # counts checked beside the values (docs/sol-model.md, Verification)
+            cc = {"checked": "green", "mismatch": "red"}.get(c["status"], "yellow")
+            console.print(f"  counts: [{cc}]{c['status']}[/{cc}] — {c['detail']}")
         for u in e.unsupported:
             console.print(f"  [yellow]unsupported[/yellow] {u['op']} (line {u['line']}): {u['reason']}")
         for n in getattr(e, "notes", []):  # loop trip counts, the cond branch counted (docs/jax.md)
             console.print(f"  note (line {n['line']}): {n['note']}", markup=False)
+        if getattr(e, "symbolic", None):
+            render_symbolic(e, console)
+
+
+def render_symbolic(e, console: Console) -> None:
+    """The entry's formulas (``--symbolic``), one ``where  quantity = formula`` row each."""
+    sym = e.symbolic
+    fit = sym["fit"]
+    checked = "; ".join(", ".join(f"{k}={v}" for k, v in c.items()) for c in fit["checked_at"])
+    say = lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+    per = [f"{n} mod {fit['steps'][n] * p}" for n, p in fit["periods"].items() if p > 1]
+    per_text = f"; per residue class of {', '.join(per)}" if per else ""
+    say(f"  symbolic in {', '.join(sym['symbols']) or 'no symbols'} ({fit['analyses']} analyses, "
+        f"degree ≤ {fit['max_degree']} per symbol{per_text}; checked at {checked or 'no other size'}):")
+    rows = [("total", q, sym.get(q)) for q in _QUANTITIES]
+    rows += [("total", f"{t} ({sym['hardware']})", sym.get(t)) for t in ("t_unfused_s", "t_fused_s")]
+    for ln in e.lines:
+        where = f"line {ln.line}" if ln.line else "line ?"
+        rows += [(where, q, (ln.symbolic or {}).get(q)) for q in _QUANTITIES]
+    width = max(len(r[0]) for r in rows)
+    qwidth = max(len(r[1]) for r in rows)
+    for where, q, formula in rows:
+        say(f"    {where:<{width}}  {q:<{qwidth}} = {formula if formula is not None else '(no formula)'}")
+    for nf in sym.get("not_fitted", []):
+        where = "total" if nf["line"] is None else f"line {nf['line']}"
+        say(f"    {where} {nf['quantity']}: {nf['why']}")
+    for note in sym.get("notes", []):
+        say(f"    note: {note}")
+
+
+_QUANTITIES = ("tensor_flops", "vector_flops", "transcendentals", "bytes_unfused", "bytes_fused")
 
 
 def _nb(n) -> str:

@@ -106,3 +106,45 @@ def roofline(report: FileReport, chips: list[Chip], path: str, policy: Policy | 
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def sweep_figure(sweeps: list, path: str, title: str = "") -> str:
+    """Write each entry's SOL times against one symbol (``pipeline.sweep.Sweep``), log-log, with
+    the fused time's compute/memory crossover marked; return the path."""
+    plt.rcParams["svg.fonttype"] = "none"
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(6.5 * len(sweeps), 5), squeeze=False)
+    for ax, sw in zip(axes[0], sweeps):
+        ax.plot(sw.xs, sw.unfused, marker="s", ms=3, label="unfused", gid=f"sweep {sw.entry} unfused")
+        ax.plot(sw.xs, sw.fused, marker="*", ms=4, label="fused", gid=f"sweep {sw.entry} fused")
+        ax.plot(sw.xs, sw.compute, ls="--", lw=0.8, color="grey", label="fused: work / peak",
+                gid=f"sweep {sw.entry} compute")
+        ax.plot(sw.xs, sw.memory, ls=":", lw=0.8, color="black", label="fused: bytes / bandwidth",
+                gid=f"sweep {sw.entry} memory")
+        if sw.cache_xs:
+            ax.plot(sw.cache_xs, sw.cache_aware, ls="none", marker="D", ms=5, label="cache-aware",
+                    gid=f"sweep {sw.entry} cache-aware")
+        for c in sw.crossovers:
+            ax.axvline(c["x"], ls="-.", lw=0.8, color="red", gid=f"crossover {sw.entry} {sw.name}={c['x']}")
+            ax.scatter([c["x"]], [c["t_s"]], marker="X", s=80, color="red", zorder=5,
+                       label=f"crossover {sw.name}={c['x']} (→ {c['to']}-bound)")
+            ax.annotate(f"compute/memory crossover {sw.name}={c['x']}", (c["x"], c["t_s"]),
+                        fontsize=7, xytext=(4, -12), textcoords="offset points")
+        if not sw.crossovers:
+            bound = "compute" if sw.compute[0] >= sw.memory[0] else "memory"
+            ax.text(0.02, 0.98, f"no compute/memory crossover in {sw.name}={sw.xs[0]}..{sw.xs[-1]}: "
+                    f"{bound}-bound throughout", transform=ax.transAxes, fontsize=7, va="top",
+                    gid="no crossover")
+        for i, note in enumerate(sw.notes[:3]):
+            ax.text(0.02, 0.02 + 0.04 * i, note[:110], transform=ax.transAxes, fontsize=6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(sw.name)
+        ax.set_ylabel("SOL time (s)")
+        ax.set_title(f"{sw.entry} on {sw.chip}")
+        ax.grid(True, which="both", alpha=0.2)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

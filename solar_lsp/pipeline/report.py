@@ -49,6 +49,8 @@ class LineReport:
     bytes: int = 0
     t_unfused_s: float = 0.0
     ops: list[OpReport] = field(default_factory=list)
+    # the line's counts as formulas of the shape symbols (`--symbolic`; pipeline/symbolic_costs.py)
+    symbolic: dict | None = None
 
     @property
     def bound(self) -> str:
@@ -59,7 +61,7 @@ class LineReport:
     def to_json(self) -> dict:
         return {"line": self.line, "flops": self.flops, "bytes": self.bytes,
                 "t_unfused_s": self.t_unfused_s, "bound": self.bound,
-                "ops": [o.to_json() for o in self.ops]}
+                "ops": [o.to_json() for o in self.ops], "symbolic": self.symbolic}
 
 
 @dataclass
@@ -91,6 +93,8 @@ class EntryReport:
     # the LLM agent's part (docs/llm.md): what it translated, rounds, tokens, cost; or which
     # entries/ops would need it when it is not enabled
     llm: dict | None = None
+    # counts and times as formulas of the pragma's shape symbols (`--symbolic`; docs/sol-model.md)
+    symbolic: dict | None = None
 
     def to_json(self) -> dict:
         return {"name": self.name, "line": self.line, "status": self.status, "error": self.error,
@@ -99,7 +103,8 @@ class EntryReport:
                 "lines": [ln.to_json() for ln in self.lines], "unsupported": self.unsupported,
                 "by_hardware": self.by_hardware, "inverse": self.inverse, "fusion": self.fusion,
                 "reorder": self.reorder, "graph": self.graph, "timings": self.timings,
-                "notes": self.notes, "headroom": self.headroom, "llm": self.llm}
+                "notes": self.notes, "headroom": self.headroom, "llm": self.llm,
+                "symbolic": self.symbolic}
 
 
 @dataclass

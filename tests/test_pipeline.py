@@ -232,7 +232,7 @@ def test_tensor_flops_match_flop_counter(path):
     assert entries
     for er, entry in zip(rep.entries, entries):
         assert er.status == "ok", er.error
-        assert er.totals["tensor_flops"] == _flop_counter_total(path, entry), er.name
+        assert er.totals["tensor_flops_dense"] == _flop_counter_total(path, entry), er.name
 
 
 def test_examples_gelu_line():

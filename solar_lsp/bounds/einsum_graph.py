@@ -10,14 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
 from solar_lsp.ir import calls_index
 from solar_lsp.ir.core import (
     FREE_FUNCS,
     SCALAR_FUNCS,
+    Affine,
     Call,
     Const,
     Expr,
+    Guard,
     Index,
     Kernel,
     Load,
@@ -80,9 +83,11 @@ class Counts:
                       self.transcendentals * n, self.sfu_ops * n)
 
 
-def count_kernel(k: Kernel) -> Counts:
-    """Work over the full iteration space (padding points included, like FlopCounterMode)."""
-    n = k.points
+def count_kernel(k: Kernel, masks: bool = True) -> Counts:
+    """Work over the iteration space: padding points included (like FlopCounterMode), the
+    points a mask guard excludes left out (``mask_points``; ``masks=False`` counts them too,
+    as FlopCounterMode does for causal attention)."""
+    n = mask_points(k) if masks else k.points
     if k.unit == "matrix":
         return Counts(macs=n, tensor_flops=2 * n)
     per = 0
@@ -102,6 +107,72 @@ def count_kernel(k: Kernel) -> Counts:
     if k.op != "=":
         per += 1  # the combine of the reduction
     return Counts(vector_flops=per * n, transcendentals=trans * n, sfu_ops=sfu * n)
+
+
+# Masks over more loop points than this (outer variables enumerated) are not counted exactly.
+MASK_ENUM_LIMIT = 1 << 24
+
+
+def mask_points(k: Kernel) -> int:
+    """Points of ``k``'s loop nest that its mask guards admit.
+
+    A guard on a tensor index (padding: the read or write would fall outside the tensor)
+    keeps its points: the framework's kernels compute them and FlopCounterMode counts them.
+    Any other guard is a mask on the loop variables (causal attention's ``j <= i``): the points
+    it excludes are never computed. Counted exactly: the mask variable with the largest extent
+    in closed form per value of the others; beyond MASK_ENUM_LIMIT values of the others, 0
+    (still a lower bound)."""
+    idx = {_akey(a) for ld in [k.out, *_loads(k.expr)] for a in ld.index}
+    masks = [g for g in k.guards if _akey(g.expr) not in idx and g.expr.vars()]
+    if not masks:
+        return k.points
+    ext = k.extents
+    mvars = sorted({v for g in masks for v in g.expr.vars()}, key=lambda v: -ext[v])
+    inner, outer = mvars[0], mvars[1:]
+    n_outer = int(np.prod([ext[v] for v in outer], dtype=np.int64))
+    if n_outer > MASK_ENUM_LIMIT:
+        return 0
+    grid = dict(zip(outer, (g.ravel() for g in np.meshgrid(
+        *[np.arange(ext[v], dtype=np.int64) for v in outer], indexing="ij"))))
+    lo = np.zeros(n_outer, dtype=np.int64)
+    hi = np.full(n_outer, ext[inner] - 1, dtype=np.int64)
+    for g in masks:
+        lo, hi = _clip_by_guard(g, inner, grid, lo, hi)
+    rest = k.points // (ext[inner] * n_outer)
+    return int(np.clip(hi - lo + 1, 0, None).sum()) * rest
+
+
+def _clip_by_guard(g: Guard, x: str, grid: dict, lo: np.ndarray,
+                   hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The range [lo, hi] of ``x`` per outer point narrowed to ``g.lo <= c·x + r < g.hi``."""
+    c = dict(g.expr.terms).get(x, 0)
+    r = np.full(lo.shape, g.expr.const, dtype=np.int64)
+    for v, cv in g.expr.terms:
+        if v != x:
+            r = r + cv * grid[v]
+    if c == 0:
+        ok = np.ones(lo.shape, dtype=bool)
+        if g.lo is not None:
+            ok &= r >= g.lo
+        if g.hi is not None:
+            ok &= r < g.hi
+        return lo, np.where(ok, hi, lo - 1)
+    if c > 0:  # x >= ceil((lo - r) / c), x <= ceil((hi - r) / c) - 1
+        if g.lo is not None:
+            lo = np.maximum(lo, -((r - g.lo) // c))
+        if g.hi is not None:
+            hi = np.minimum(hi, -((r - g.hi) // c) - 1)
+        return lo, hi
+    c = -c  # -c·x + r: x <= floor((r - lo) / c), x >= floor((r - hi) / c) + 1
+    if g.lo is not None:
+        hi = np.minimum(hi, (r - g.lo) // c)
+    if g.hi is not None:
+        lo = np.maximum(lo, (r - g.hi) // c + 1)
+    return lo, hi
+
+
+def _akey(a: Affine) -> tuple:
+    return frozenset((v, c) for v, c in a.terms if c), a.const
 
 
 def call_counts(p: Program, op: Op) -> Counts:

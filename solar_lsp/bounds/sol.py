@@ -19,6 +19,10 @@ from solar_lsp.ir.core import Kernel, Op, Program
 from solar_lsp.source.pragma import dtype_size
 
 CONV_TARGETS = ("convolution", "conv1d", "conv2d", "conv3d", "conv_transpose", "conv_general_dilated")
+#: Fused attention ops. Every CUDA kernel torch dispatches them to (flash, memory-efficient,
+#: cuDNN) runs the two contractions on tensor cores; for fp32 inputs the memory-efficient kernel
+#: uses TF32 MMAs whatever ``allow_tf32`` says (docs/sol-model.md "Peaks").
+ATTENTION_TARGETS = ("scaled_dot_product", "flash_attention", "efficient_attention", "cudnn_attention")
 
 
 @dataclass(frozen=True)
@@ -49,32 +53,38 @@ class UnitWork:
         """Seconds per physical unit on ``chip``."""
         out: dict[str, float] = {}
         for (unit, dtype), w in self.work.items():
-            peak = _peak(chip, unit, dtype)
+            peak, _ = unit_peak(chip, unit, dtype)
             out[unit] = out.get(unit, 0.0) + w / peak
         return out
 
 
-def _peak(chip: Chip, unit: str, dtype: str) -> float:
+def unit_peak(chip: Chip, unit: str, dtype: str) -> tuple[float, str]:
+    """The rate work on (``unit``, ``dtype``) runs at on ``chip`` and how it was found
+    (``Chip.peak_with_source``): never a slower figure than the real one. Matrix work on a chip
+    without a matrix path for the type runs on the vector unit; no figure at all: infinity
+    (the work costs no time), which the report notes."""
     if unit == "sfu":
-        p = chip.peak("sfu", "fp32")
-        return p if p else float("inf")
-    p = chip.peak(unit, dtype)
-    if p is None and unit == "matrix":
-        p = chip.peak("vector", dtype)
-    if p is None:
-        p = chip.peak("vector", "fp32")
-    return p or float("inf")
+        p, how = chip.peak_with_source("sfu", "fp32")
+    elif unit == "matrix" and chip.lacks("matrix", dtype):
+        p, how = chip.peak_with_source("matrix", dtype)
+        v, vhow = chip.peak_with_source("vector", dtype)
+        if v is not None and (p is None or v > p):
+            p, how = v, f"no matrix path for {dtype}: priced on the vector unit ({vhow})"
+    else:
+        p, how = chip.peak_with_source(unit, dtype)
+    return (p or float("inf")), how
 
 
 def kernel_work(k: Kernel, p: Program, op: Op, counts: Counts, policy: Policy) -> UnitWork:
-    """Work per (unit, dtype) of a kernel's counts; the policy picks TF32 for fp32 contractions."""
+    """Work per (unit, dtype) of a kernel's counts; the policy picks TF32 for fp32 contractions,
+    fused attention always takes it (ATTENTION_TARGETS)."""
     uw = UnitWork()
     if k.unit == "matrix":
-        dts = [canonical_dtype(p.tensors[t].dtype) or "fp32" for t in k.inputs()]
-        dt = _narrowest(dts)
+        dt = _widest([canonical_dtype(p.tensors[t].dtype) or "fp32" for t in k.inputs()])
         is_conv = any(s in op.target for s in CONV_TARGETS)
         if dt == "fp32":
-            if (is_conv and policy.tf32_conv) or (not is_conv and policy.tf32_matmul):
+            attention = any(s in op.target for s in ATTENTION_TARGETS)
+            if attention or (is_conv and policy.tf32_conv) or (not is_conv and policy.tf32_matmul):
                 uw.add("matrix", "tf32", counts.tensor_flops)
             else:
                 uw.add("vector", "fp32", counts.tensor_flops)
@@ -82,8 +92,6 @@ def kernel_work(k: Kernel, p: Program, op: Op, counts: Counts, policy: Policy) -
             uw.add("matrix", dt, counts.tensor_flops)
     else:
         dt = canonical_dtype(p.tensors[k.out.tensor].dtype) or "fp32"
-        if dt in ("fp8", "int8", "fp4"):
-            dt = "fp16"
         uw.add("vector", dt, counts.vector_flops)
         uw.add("sfu", "fp32", counts.sfu_ops)
     return uw
@@ -92,10 +100,28 @@ def kernel_work(k: Kernel, p: Program, op: Op, counts: Counts, policy: Policy) -
 _ORDER = ["fp4", "fp8", "int8", "fp16", "bf16", "tf32", "fp32", "fp64"]
 
 
-def _narrowest(dts: list[str]) -> str:
-    """A contraction of mixed dtypes runs at the wider type's rate (operands are upcast)."""
+def _widest(dts: list[str]) -> str:
+    """The type a contraction of ``dts`` is priced at: the widest. Mixed operands (an fp8 or
+    int8 weight times bf16 activations) run after the narrow one is upcast, at the wide type's
+    rate; the narrow type's faster rate would need the wide operand rounded down to it, which
+    computes something else. So the wide rate is the fastest a correct kernel reaches."""
     ranked = [d for d in dts if d in _ORDER]
     return max(ranked, key=_ORDER.index) if ranked else "fp32"
+
+
+def peak_notes(costs: list[OpCost], chip: Chip) -> list[tuple[int | None, str]]:
+    """Each (unit, dtype) the costs use whose figure ``chip`` does not list as is: the first
+    line that uses it and how it was priced instead (docs/sol-model.md "Peaks")."""
+    first: dict[tuple[str, str], int | None] = {}
+    for c in costs:
+        for key in c.work.work:
+            first.setdefault(key, c.op.line)
+    out = []
+    for (unit, dtype), line in first.items():
+        _, how = unit_peak(chip, unit, dtype)
+        if how != f"{unit}.{dtype}":
+            out.append((line, how))
+    return out
 
 
 @dataclass
@@ -163,9 +189,8 @@ def op_costs(p: Program, g: nx.MultiDiGraph, policy: Policy) -> list[OpCost]:
         if op.kind == "gather":  # selection comparisons, scatter combines (ir/calls_index)
             cc = call_counts(p, op).times(op.repeat)
             dt = canonical_dtype(p.tensors[op.inputs[0]].dtype) if op.inputs else None
-            dt = "fp16" if dt in ("fp8", "int8", "fp4") else (dt or "fp32")
             counts = counts + cc
-            work.add("vector", dt, cc.vector_flops)
+            work.add("vector", dt or "fp32", cc.vector_flops)
         shapes = [list(p.tensors[t].shape) for t in op.inputs + op.outputs]
         dtype = p.tensors[op.outputs[0]].dtype if op.outputs else ""
         costs.append(OpCost(op, counts, work, op_bytes(p, op) * op.repeat, einsums, shapes, dtype))

@@ -9,6 +9,7 @@ peak silently skews every Speed-of-Light bound computed from it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib.resources
@@ -67,20 +68,32 @@ ALIASES: Mapping[str, str] = MappingProxyType(
     }
 )
 
-# Vector peaks fall back along these chains when a dtype has no figure of its own: a kernel in
-# a narrow type can always run at least at the rate of a wider type it is promoted to.
-_VECTOR_FALLBACK: Mapping[str, tuple[str, ...]] = MappingProxyType(
+# Operand width in bits: a missing figure is bounded by a narrower type's (Chip.peak_with_source).
+_WIDTH: Mapping[str, int] = MappingProxyType(
+    {"fp4": 4, "fp8": 8, "int8": 8, "fp16": 16, "bf16": 16, "tf32": 19, "fp32": 32, "fp64": 64}
+)
+_FLOATS = ("fp4", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")
+
+# Wider types that hold every value of a dtype exactly: a kernel may compute the data in any of
+# them, so the fastest of their figures is a rate the dtype certainly reaches.
+_HELD_BY: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
-        "fp64": ("fp64",),
-        "fp32": ("fp32",),
-        "tf32": ("tf32", "fp32"),
-        "fp16": ("fp16", "fp32"),
-        "bf16": ("bf16", "fp16", "fp32"),
-        "fp8": ("fp8", "fp16", "fp32"),
-        "int8": ("int8", "fp16", "fp32"),
-        "fp4": ("fp4", "fp16", "fp32"),
+        "fp4": ("fp8", "fp16", "bf16", "tf32", "fp32", "fp64"),
+        "fp8": ("fp16", "bf16", "tf32", "fp32", "fp64"),
+        "int8": ("fp16", "bf16", "tf32", "fp32", "fp64"),
+        "fp16": ("tf32", "fp32", "fp64"),
+        "bf16": ("tf32", "fp32", "fp64"),
+        "tf32": ("fp32", "fp64"),
+        "fp32": ("fp64",),
+        "fp64": (),
     }
 )
+
+#: A vector figure missing for a type of 16 bits or fewer is at most this many times the fp32
+#: vector figure: the largest ratio of any listed chip (A100: fp16 78 TFLOPS = 4 x fp32 19.5;
+#: CUDA C++ Programming Guide throughput table, CC 8.0: 256 fp16 vs 64 fp32 results/clk/SM),
+#: and a 32-bit lane packs at most four 8-bit values.
+VECTOR_NARROW_RATIO = 4.0
 
 # Spellings from torch / jax / numpy mapped to the canonical DTYPES names.
 _DTYPE_ALIASES: Mapping[str, str] = MappingProxyType(
@@ -127,12 +140,12 @@ _SCALAR_FIELDS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "smem_per_sm_bytes": ("int", True),
     }
 )
-_TABLE_FIELDS = (*UNITS, "sources")
+_TABLE_FIELDS = (*UNITS, "unsupported", "sources")
 _SOURCE_KEYS = frozenset(
     [k for k in _SCALAR_FIELDS if k not in ("name", "display_name")]
     + list(UNITS)
     + [f"{u}.{d}" for u in UNITS for d in DTYPES]
-    + ["notes"]
+    + ["unsupported", "notes"]
 )
 
 
@@ -151,6 +164,9 @@ class Chip:
     ``matrix`` holds dense tensor-core peaks, ``vector`` CUDA-core peaks and ``sfu`` the
     special-function-unit rate (transcendentals per second), each keyed by a ``DTYPES`` name.
     ``sources`` maps a field (or ``"<unit>.<dtype>"``) to the document the figure came from.
+    ``unsupported`` maps a unit to the types the chip has no path for on it (``[unsupported]``,
+    e.g. ``matrix = ["tf32", "bf16"]`` on Turing): such work runs in a wider type or on the
+    vector unit instead, where a merely missing figure is bounded from above.
     """
 
     name: str
@@ -166,6 +182,8 @@ class Chip:
     sfu: Mapping[str, float]
     sources: Mapping[str, str]
     path: str
+    unsupported: Mapping[str, frozenset[str]] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({}))
 
     # The mapping fields are read-only proxies and not hashable; identity of a chip is its
     # file and name, which is what caches keyed on chips need.
@@ -183,29 +201,40 @@ class Chip:
         return max(self.l2_bytes, self.smem_per_sm_bytes * self.sm_count)
 
     def peak(self, unit: str, dtype: str) -> float | None:
-        """Peak rate of ``unit`` ("matrix", "vector" or "sfu") for ``dtype``, or None if unknown.
+        """Peak rate of ``unit`` ("matrix", "vector" or "sfu") for ``dtype``, or None if unbounded.
 
         ``dtype`` may be a canonical name ("bf16") or a framework spelling ("torch.bfloat16").
-        Matrix peaks never fall back: a dtype without tensor-core support has no matrix rate,
-        and the caller should use the vector rate instead. Vector peaks fall back to a wider
-        type the data can be computed in (bf16 -> fp16 -> fp32; fp8/int8/fp4 -> fp16 -> fp32),
-        never to a faster narrower one, so a bound stays a bound. The SFU evaluates in fp32 for
-        every input type, so its fp32 figure is returned regardless of ``dtype``.
+        A missing figure never falls back to a slower one (docs/sol-model.md "Peaks"): it is
+        bounded by the figure of the nearest narrower floating-point type the unit lists, a
+        missing vector figure of 16 bits or fewer by 4x the fp32 vector figure; with neither,
+        None (the work costs no time there). The SFU evaluates in fp32 for every input type.
         """
+        return self.peak_with_source(unit, dtype)[0]
+
+    def peak_with_source(self, unit: str, dtype: str) -> tuple[float | None, str]:
+        """``peak`` and how it was found: ``"matrix.bf16"`` when the figure is listed and used as
+        is, else a sentence naming the rule that stood in for it (reports turn it into a note)."""
         if unit not in UNITS:
             raise ValueError(f"unknown unit {unit!r}; expected one of {', '.join(UNITS)}")
         if unit == "sfu":
-            return self.sfu.get("fp32")
+            value = self.sfu.get("fp32")
+            return value, "sfu.fp32" if value else "no sfu.fp32 figure: transcendentals not counted"
         canon = canonical_dtype(dtype)
         if canon is None:
-            return None
-        if unit == "matrix":
-            return self.matrix.get(canon)
-        for candidate in _VECTOR_FALLBACK[canon]:
-            value = self.vector.get(candidate)
-            if value is not None:
-                return value
-        return None
+            return None, f"no {unit} figure for {dtype}"
+        if unit == "vector" and canon == "tf32":
+            canon = "fp32"  # a tensor-core input format: CUDA cores compute it as fp32
+        table = self.matrix if unit == "matrix" else self.vector
+        if canon in self.unsupported.get(unit, ()):
+            return _widened(table, unit, canon, None, f"{unit}.{canon}: no such path on this chip")
+        value, how = _upper_bound(table, unit, canon)
+        return _widened(table, unit, canon, value, how)
+
+    def lacks(self, unit: str, dtype: str) -> bool:
+        """Whether the chip file says ``unit`` has no path for ``dtype``: the unit has no figures
+        at all, or ``[unsupported]`` lists the type. Unknown is not lacking."""
+        table = {"matrix": self.matrix, "vector": self.vector, "sfu": self.sfu}[unit]
+        return not table or (canonical_dtype(dtype) or dtype) in self.unsupported.get(unit, ())
 
     def source(self, field: str) -> str | None:
         """The documented source of ``field`` ("l2_bytes", "matrix", "matrix.fp8", ...)."""
@@ -228,6 +257,42 @@ def canonical_dtype(dtype: object) -> str | None:
     if text in DTYPES:
         return text
     return _DTYPE_ALIASES.get(text)
+
+
+def _upper_bound(table: Mapping[str, float], unit: str, canon: str) -> tuple[float | None, str]:
+    """The listed figure, else one no lower than the real one: the nearest strictly narrower
+    floating-point type's figure (the fastest if two share that width), else for a vector type
+    of 16 bits or fewer VECTOR_NARROW_RATIO x vector.fp32, else None."""
+    if canon in table:
+        return table[canon], f"{unit}.{canon}"
+    narrower = [d for d in _FLOATS if _WIDTH[d] < _WIDTH[canon] and d in table]
+    if narrower:
+        width = max(_WIDTH[d] for d in narrower)
+        best = max((d for d in narrower if _WIDTH[d] == width), key=lambda d: table[d])
+        return table[best], (f"{unit}.{canon} is not listed: priced at {unit}.{best}, the nearest "
+                             "narrower type's figure (no slower than the missing one)")
+    if unit == "vector" and _WIDTH[canon] <= 16 and "fp32" in table:
+        return VECTOR_NARROW_RATIO * table["fp32"], (
+            f"vector.{canon} is not listed: priced at {VECTOR_NARROW_RATIO:g} x vector.fp32, the "
+            "most any chip runs a 16-bit or narrower type per fp32 rate")
+    return None, (f"{unit}.{canon} is not listed and no narrower figure bounds it: that work is "
+                  "not counted on this unit")
+
+
+def _widened(table: Mapping[str, float], unit: str, canon: str, value: float | None,
+             how: str) -> tuple[float | None, str]:
+    """``value`` raised to the fastest listed wider type that holds every ``canon`` value: a
+    kernel may compute the data there. A type with no path of its own (``value`` None after an
+    [unsupported] entry) runs only there."""
+    held = [(table[d], d) for d in _HELD_BY[canon] if d in table]
+    if not held:
+        return value, how
+    best, d = max(held)
+    if value is None and how.endswith("no such path on this chip"):
+        return best, f"{how}: computed in {unit}.{d}"
+    if value is not None and best > value:
+        return best, f"{unit}.{canon} priced at {unit}.{d}, a faster wider type that holds its values"
+    return value, how
 
 
 def hardware_dir() -> pathlib.Path:
@@ -374,6 +439,7 @@ def _parse(data: Mapping[str, Any], resolved: str, label: str) -> Chip:
         sfu=units["sfu"],
         sources=MappingProxyType(sources),
         path=resolved,
+        unsupported=_unsupported(tables["unsupported"], label, fail),
     )
 
 
@@ -411,6 +477,20 @@ def _unit_tables(tables: Mapping[str, Mapping[str, Any]], label: str,
             parsed[key] = _positive(value, field, integer=False, fail=fail)
         units[unit] = MappingProxyType(parsed)
     return units
+
+
+def _unsupported(table: Mapping[str, Any], label: str,
+                 fail: Any) -> Mapping[str, frozenset[str]]:
+    """The [unsupported] table: per unit, the DTYPES the chip has no path for on it."""
+    out: dict[str, frozenset[str]] = {}
+    for unit, value in table.items():
+        field = f"unsupported.{unit}"
+        if unit not in ("matrix", "vector"):
+            raise HardwareError(f"{label}: unknown key {field!r}; expected 'matrix' or 'vector'")
+        if not isinstance(value, list) or any(d not in DTYPES for d in value):
+            raise fail(field, f"must be a list of types among {', '.join(DTYPES)}", value)
+        out[unit] = frozenset(value)
+    return MappingProxyType(out)
 
 
 def _sources(table: Mapping[str, Any], label: str, fail: Any) -> dict[str, str]:

@@ -223,6 +223,10 @@ def probe(measure: bool = True) -> dict:
         "vector": vector,
         "matrix": matrix,
         "sfu": {"fp32": vec_fp32},
+        # the types no matrix instruction of this CPU takes: their contractions run on the
+        # vector units (PyTorch's CPU defaults never lower an fp32 GEMM to bf16 AMX tiles)
+        "unsupported": {"matrix": [d for d in ("fp64", "fp32", "tf32", "fp16", "fp8", "fp4")
+                                   if d not in matrix]} if matrix else {},
         "sources": {
             "clock_hz": f.clock_source,
             "vector": src_vec,
@@ -267,6 +271,8 @@ def _val(v) -> str:
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(_val(x) for x in v) + "]"
     if isinstance(v, int):
         return str(v)
     return repr(float(v))

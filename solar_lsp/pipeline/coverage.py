@@ -47,6 +47,7 @@ class EntryResult:
     unsupported: list[dict] = field(default_factory=list)  # {op, line, reason}
     flops: int | None = None
     tensor_flops: int | None = None
+    tensor_flops_dense: int | None = None  # with masked points (what FlopCounterMode counts)
     bytes: int | None = None  # unfused DRAM bytes: every tensor once in and out of each op
     seconds: float = 0.0
 
@@ -58,7 +59,8 @@ class EntryResult:
         return {"name": self.name, "line": self.line, "status": self.status,
                 "verification": self.verification, "detail": self.detail, "error": self.error,
                 "error_line": self.error_line, "unsupported": self.unsupported,
-                "flops": self.flops, "tensor_flops": self.tensor_flops, "bytes": self.bytes,
+                "flops": self.flops, "tensor_flops": self.tensor_flops,
+                "tensor_flops_dense": self.tensor_flops_dense, "bytes": self.bytes,
                 "seconds": self.seconds}
 
 
@@ -188,6 +190,7 @@ def entry_result(e: EntryReport) -> EntryResult:
                        verification=v.get("status", "unverified"), detail=v.get("detail", ""),
                        error=e.error, error_line=e.error_line, unsupported=list(e.unsupported),
                        flops=t.get("flops"), tensor_flops=t.get("tensor_flops"),
+                       tensor_flops_dense=t.get("tensor_flops_dense", t.get("tensor_flops")),
                        bytes=t.get("bytes_unfused"),
                        seconds=sum(e.timings.get(k, 0.0) for k in ENTRY_STAGES))
 

@@ -11,8 +11,17 @@ import os
 import time
 from collections.abc import Callable
 
-from solar_lsp.bounds.einsum_graph import Counts, build_graph
-from solar_lsp.bounds.sol import Fidelity, Policy, fused, inverse, op_costs, total_work, unfused
+from solar_lsp.bounds.einsum_graph import Counts, build_graph, count_kernel
+from solar_lsp.bounds.sol import (
+    Fidelity,
+    Policy,
+    fused,
+    inverse,
+    op_costs,
+    peak_notes,
+    total_work,
+    unfused,
+)
 from solar_lsp.hardware.chips import Chip, list_chips, load_chip
 from solar_lsp.ir.core import Program
 from solar_lsp.pipeline.config import Config
@@ -88,6 +97,7 @@ def fill_sol(er: EntryReport, program: Program, costs, chips: list[Chip], config
                  "bytes_cache_aware": None, "t_unfused_s": u0.t_s, "t_fused_s": f0.t_s,
                  "t_cache_aware_s": None, "bound": f0.bound, "bound_unfused": u0.bound,
                  "hardware": chip.name}
+    er.totals["tensor_flops_dense"] = total.tensor_flops + masked_tensor_flops(program)
     if incomplete:
         er.totals["incomplete"] = (
             f"{incomplete} op(s) without a lowering are not counted: every total is a lower "
@@ -100,6 +110,16 @@ def fill_sol(er: EntryReport, program: Program, costs, chips: list[Chip], config
             "cache_aware": None,
         }}
     fill_multi_fidelity(er, program, costs, chips, config, all_chips)
+    er.notes = [n for n in er.notes if n.get("kind") != "peak"] + [
+        {"line": line, "kind": "peak", "note": f"{ch.name}: {how}"}
+        for ch in chips for line, how in peak_notes(costs, ch)]
+
+
+def masked_tensor_flops(program: Program) -> int:
+    """Matrix FLOPs a mask guard skips (the upper triangle of causal attention): what a FLOP
+    counter that prices the full square (FlopCounterMode) counts on top of ours."""
+    return sum(op.repeat * (count_kernel(k, masks=False).tensor_flops - count_kernel(k).tensor_flops)
+               for op in program.ops for k in op.kernels)
 
 
 def _unfused_at_least_fused(u: Fidelity, f: Fidelity, incomplete: int) -> tuple[Fidelity, Fidelity]:

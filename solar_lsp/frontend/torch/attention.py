@@ -1,19 +1,42 @@
-"""Lowerings of softmax and of scaled-dot-product attention (kept whole: Q·K^T, the scaled
-and masked logits, softmax, P·V; grouped-query heads read their shared K/V head)."""
+"""Lowerings of softmax, of scaled-dot-product attention (kept whole: Q·K^T, the scaled and
+masked logits, softmax, P·V; grouped-query heads read their shared K/V head) and of the
+triangular masks attention takes (``tril``/``triu``, kept whole).
+
+A causal attention (``is_causal=True``, or a boolean mask that is a ``tril`` by its producers)
+carries the mask as an affine guard ``key <= query + d`` on every kernel of the op: the points
+above the diagonal are never computed, as a flash kernel skips the blocks there, and the
+counts are the lower triangle's (docs/sol-model.md "Causal attention").
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 from solar_lsp.frontend import builders as B
 from solar_lsp.frontend.torch.context import Ctx, lowers
-from solar_lsp.ir.core import Affine, Expr, Index, Kernel, Load, call
+from solar_lsp.ir.core import Affine, Expr, Guard, Index, Kernel, Load, call
 
 
 @lowers("aten._softmax.default", "aten._log_softmax.default", "aten.softmax.int", "aten.log_softmax.int")
 def _softmax(c: Ctx, a: tuple, kw: dict) -> None:
     x = c.t(a[0])
     c.emit(*B.softmax(c.name("sm"), x, c.shape(x), a[1], c.out, c.tmp, log="log" in str(c.node.target)))
+
+
+@lowers("aten.tril.default", "aten.triu.default")
+def _tril(c: Ctx, a: tuple, kw: dict) -> None:
+    """``out = where(j - i <= d, x, 0)`` (tril; triu: ``>=``): one comparison per element."""
+    x = c.t(a[0])
+    d = int(a[1] if len(a) > 1 else kw.get("diagonal", 0))
+    shape = c.shape(x)
+    vs = B.ivars(len(shape))
+    above = Index(Affine.var(vs[-1]) + Affine.var(vs[-2], -1))
+    keep = call("le" if "tril" in str(c.node.target) else "ge", above, d)
+    c.emit(Kernel(c.name("tri"), tuple(zip(vs, shape)), Load(c.out, B.plain(vs)), "=",
+                  call("where", keep, Load(x, B.plain(vs)), 0.0)))
+
 
 @lowers("aten.scaled_dot_product_attention.default")
 def _sdpa(c: Ctx, a: tuple, kw: dict) -> None:
@@ -42,28 +65,96 @@ def _sdpa(c: Ctx, a: tuple, kw: dict) -> None:
     else:
         qh = kh = B.plain(bv)
         ob = list(bv)
+    # the diagonal above which keys are masked: is_causal (top-left aligned, as torch's) or a
+    # boolean mask that is a tril by its producers
+    diag = 0 if causal else (_tril_diagonal(mask, (lq, lk)) if mask is not None else None)
+
+    def skip(ks: list[Kernel], key: str, query: str) -> list[Kernel]:
+        if diag is None:
+            return ks
+        g = Guard(Affine.var(key) + Affine.var(query, -1), None, diag + 1)
+        return [dataclasses.replace(kk, guards=kk.guards + (g,)) for kk in ks]
+
     sshape = tuple(lead) + (lq, lk)
     s = c.tmp(sshape)
-    so = ob
     s_idx = qh + (Affine.var("i"), Affine.var("j"))
-    c.emit(B.contraction(c.name("qk"), s, so + ["i", "j"], q, qh + (Affine.var("i"), Affine.var("d")),
-                         k, kh + (Affine.var("j"), Affine.var("d")), ext, out_idx=s_idx))
+    c.emit(*skip([B.contraction(c.name("qk"), s, ob + ["i", "j"], q, qh + (Affine.var("i"), Affine.var("d")),
+                                k, kh + (Affine.var("j"), Affine.var("d")), ext, out_idx=s_idx)], "j", "i"))
     logits = c.tmp(sshape)
     sv = B.ivars(len(sshape))
-    body: Expr = call("mul", Load(s, B.plain(sv)), scale)
-    if mask is not None:
-        mname = c.t(mask)
-        ml = Load(mname, B.broadcast_index(c.shape(mname), sshape, sv))
-        if c.dtype(mname) == "bool":
-            body = call("where", ml, body, float("-inf"))
-        else:
-            body = call("add", body, ml)
-    if causal:
-        body = call("where", call("le", Index(Affine.var(sv[-1])), Index(Affine.var(sv[-2]))), body, float("-inf"))
-    c.emit(Kernel(c.name("scale"), tuple(zip(sv, sshape)), Load(logits, B.plain(sv)), "=", body))
+    c.emit(*skip([Kernel(c.name("scale"), tuple(zip(sv, sshape)), Load(logits, B.plain(sv)), "=",
+                         _logits(c, Load(s, B.plain(sv)), scale, mask, sshape, sv))], sv[-1], sv[-2]))
     p = c.tmp(sshape, c.dtype(q))  # P·V runs at the inputs' precision
-    c.emit(*B.softmax(c.name("sm"), logits, sshape, -1, p, c.tmp))
-    c.emit(B.contraction(c.name("pv"), c.out, so + ["i", "e"], p, s_idx,
-                         v, kh + (Affine.var("j"), Affine.var("e")), ext,
-                         out_idx=qh + (Affine.var("i"), Affine.var("e"))))
+    c.emit(*skip(B.softmax(c.name("sm"), logits, sshape, -1, p, c.tmp), sv[-1], sv[-2]))
+    c.emit(*skip([B.contraction(c.name("pv"), c.out, ob + ["i", "e"], p, s_idx,
+                                v, kh + (Affine.var("j"), Affine.var("e")), ext,
+                                out_idx=qh + (Affine.var("i"), Affine.var("e")))], "j", "i"))
 
+
+def _logits(c: Ctx, s: Load, scale: float, mask: Any, sshape: tuple[int, ...], sv: list[str]) -> Expr:
+    """``s · scale``, then the mask: a boolean one selects (-inf where False), any other adds."""
+    body: Expr = call("mul", s, scale)
+    if mask is None:
+        return body
+    mname = c.t(mask)
+    ml = Load(mname, B.broadcast_index(c.shape(mname), sshape, sv))
+    if c.dtype(mname) == "bool":
+        return call("where", ml, body, float("-inf"))
+    return call("add", body, ml)
+
+
+# Ops a mask passes through with its zeros kept zeros and its last two dims in place.
+_SAME_ZEROS = {"aten._to_copy.default", "aten.clone.default", "aten.alias.default",
+               "aten.contiguous.default", "aten.lift_fresh_copy.default"}
+_SHAPE_OPS = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+              "aten.unsqueeze.default", "aten.expand.default"}
+# comparison with a scalar c that maps 0 to False: (op, holds for c)
+_FALSE_AT_ZERO = {"aten.ne.Scalar": lambda c: c == 0, "aten.eq.Scalar": lambda c: c != 0,
+                  "aten.gt.Scalar": lambda c: c >= 0, "aten.ge.Scalar": lambda c: c > 0,
+                  "aten.lt.Scalar": lambda c: c <= 0, "aten.le.Scalar": lambda c: c < 0}
+_AND = {"aten.logical_and.default", "aten.bitwise_and.Tensor", "aten.mul.Tensor"}
+_OR = {"aten.logical_or.default", "aten.bitwise_or.Tensor"}
+
+
+def _tril_diagonal(node: Any, scores: tuple[int, int]) -> int | None:
+    """``d`` when the mask ``node`` (its last two dims ``scores``) is zero (False) wherever
+    key > query + d, as its producers show: a ``tril(x, d)`` (whatever x) or an ``eye``, through
+    casts, comparisons that keep 0 false, ANDs, ORs, views that keep its last two dims and
+    slices of them from 0; else None. Only the zeros above the diagonal matter: the values on and below it
+    are still read from the mask."""
+    return _diagonal_of(node, 0) if _last2(node) == scores else None
+
+
+def _diagonal_of(node: Any, depth: int) -> int | None:
+    if depth > 16 or not hasattr(node, "target"):
+        return None
+    t, args = str(node.target), node.args
+    if t == "aten.tril.default":
+        return int(args[1] if len(args) > 1 else node.kwargs.get("diagonal", 0))
+    if t.startswith("aten.eye."):
+        return 0
+    if t == "aten.slice.Tensor":  # a slice of the last two dims keeps indices if it starts at 0
+        dim, rank = (args[1] if len(args) > 1 else 0), len(node.meta["val"].shape)
+        start, step = (args[2] if len(args) > 2 else 0), (args[4] if len(args) > 4 else 1)
+        if dim % rank >= rank - 2 and (start not in (0, None) or step != 1):
+            return None
+        return _diagonal_of(args[0], depth + 1)
+    if t in _FALSE_AT_ZERO and not (len(args) > 1 and isinstance(args[1], (int, float, bool))
+                                    and _FALSE_AT_ZERO[t](args[1])):
+        return None
+    if t in _SAME_ZEROS or t in _SHAPE_OPS or t in _FALSE_AT_ZERO:
+        return _diagonal_of(args[0], depth + 1) if _last2(args[0]) == _last2(node) else None
+    if t in _AND:
+        found = [_diagonal_of(x, depth + 1) for x in args[:2] if _last2(x) == _last2(node)]
+        found = [f for f in found if f is not None]
+        return min(found) if found else None
+    if t in _OR:  # zero where both are
+        found = [_diagonal_of(x, depth + 1) if _last2(x) == _last2(node) else None for x in args[:2]]
+        return None if None in found or len(found) < 2 else max(found)
+    return None
+
+
+def _last2(node: Any) -> tuple[int, ...] | None:
+    val = getattr(node, "meta", {}).get("val")
+    shape = tuple(getattr(val, "shape", ()))
+    return tuple(int(s) for s in shape[-2:]) if len(shape) >= 2 else None

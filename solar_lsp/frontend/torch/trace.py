@@ -29,6 +29,9 @@ KEEP_WHOLE = (
     "scaled_dot_product_attention", "batch_norm", "conv1d", "conv2d", "conv3d",
     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "silu", "mish", "hardswish",
     "hardsigmoid", "softplus", "elu", "leaky_relu", "gelu", "hardtanh", "logsumexp", "eye",
+    # triangular masks: one compare per element (their decomposition builds int64 index grids
+    # eager never materializes); the attention lowering recognizes a tril mask (attention.py)
+    "tril", "triu",
     # resampling and im2col: lowered in lower_spatial (their decompositions are index gathers)
     "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "_upsample_nearest_exact1d",
     "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "upsample_linear1d",

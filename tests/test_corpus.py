@@ -30,6 +30,8 @@ from solar_lsp.pipeline.coverage import (
     corpus_files,
     percentile,
 )
+
+pytestmark = pytest.mark.slow  # the corpus gate: every corpus file analyzed and verified (the slow tier)
 from solar_lsp.source.discover import discover_file
 
 # SOLAR_CORPUS_DIR runs the same gate on another directory (e.g. a copy with one file left out)

@@ -16,6 +16,8 @@ from solar_lsp.hardware.chips import load_chip
 from solar_lsp.hardware.hostprobe import probe, to_toml
 from solar_lsp.measure import headroom as H
 
+pytestmark = pytest.mark.serial  # times real runs against this machine's bounds: nothing may run beside it
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 CORPUS = ROOT / "tests" / "corpus"

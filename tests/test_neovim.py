@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a real editor session (the slow tier)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INIT = ROOT / "tests" / "editors" / "nvim_init.lua"
 

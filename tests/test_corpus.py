@@ -30,9 +30,9 @@ from solar_lsp.pipeline.coverage import (
     corpus_files,
     percentile,
 )
+from solar_lsp.source.discover import discover_file
 
 pytestmark = pytest.mark.slow  # the corpus gate: every corpus file analyzed and verified (the slow tier)
-from solar_lsp.source.discover import discover_file
 
 # SOLAR_CORPUS_DIR runs the same gate on another directory (e.g. a copy with one file left out)
 CORPUS = Path(os.environ.get("SOLAR_CORPUS_DIR", ROOT / "tests" / "corpus"))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
 
+from solar_lsp.lsp import buffers
 from solar_lsp.lsp.app import DocState, Record, server
 from solar_lsp.lsp.closure import closure_hash, defs_of_lines
 from solar_lsp.lsp.pool import JobCancelled, JobFailed, request
@@ -21,41 +21,37 @@ from solar_lsp.source.discover import DiscoveryError, Entry, discover
 
 
 def doc_state(uri: str) -> DocState:
-    """The server's state of document ``uri``, created on first use."""
+    """The server's state of document ``uri``, created on first use; a document closed while
+    its job ran gets that state (its results so far, the running job) back."""
     st = server.docs.get(uri)
     if st is None:
-        doc = server.workspace.get_text_document(uri)
-        st = server.docs[uri] = DocState(uri, doc.path)
+        st = server.detached.pop(uri, None)
+        if st is not None and st.job_text != _text(uri):  # reopened with other text (the
+            st.job.cancel()  # buffer was closed unsaved): what the job computes is not shown
+            st = None
+        if st is None:
+            st = DocState(uri, server.path_of(uri))
+        st.closed = False
+        server.docs[uri] = st
     return st
 
 
-def _on_disk(path: str, text: str) -> bool:
+def _text(uri: str) -> str | None:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read() == text
-    except OSError:
-        return False
-
-
-def _buffer_copy(settings: Settings, path: str, text: str) -> str:
-    """An unsaved buffer is analyzed from a copy with the same file name."""
-    d = os.path.join(settings.cache_dir, "buffers", hashlib.sha256(path.encode()).hexdigest()[:16])
-    os.makedirs(d, exist_ok=True)
-    copy = os.path.join(d, os.path.basename(path))
-    with open(copy, "w", encoding="utf-8") as f:
-        f.write(text)
-    return copy
+        return server.workspace.get_text_document(uri).source
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def runnable_path(settings: Settings, path: str, text: str) -> str:
     """The file a worker runs for the buffer ``text`` of ``path``: the file itself when the
     buffer is saved, else a copy of the buffer with the same file name."""
-    return path if _on_disk(path, text) else _buffer_copy(settings, path, text)
+    return buffers.runnable_path(settings.cache_dir, path, text)
 
 
 def schedule(uri: str, delay: float = 0.0) -> None:
-    """Analyze the document after ``delay`` seconds; a later call replaces a pending one."""
-    if is_view(server.workspace.get_text_document(uri).path):
+    """Analyze the open document after ``delay`` seconds; a later call replaces a pending one."""
+    if not server.is_open(uri) or is_view(server.path_of(uri)):
         return
     st = doc_state(uri)
     if st.debounce is not None:
@@ -74,13 +70,13 @@ async def analyze_document(uri: str) -> None:
     if server.config_ready is not None:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(server.config_ready.wait(), 10)
+    if not server.is_open(uri):  # closed meanwhile
+        return
     server.ensure_runtime()
     st = doc_state(uri)
-    doc = server.workspace.get_text_document(uri)
-    text, path = doc.source, doc.path
+    text, path = server.workspace.get_text_document(uri).source, st.path
     settings = server.settings_for(path)
     key = settings.analysis_key()
-    lines = text.splitlines()
     try:
         entries = discover(text, path, {"dims": settings.dims, "entries": settings.entries})
     except DiscoveryError as exc:
@@ -89,14 +85,18 @@ async def analyze_document(uri: str) -> None:
         await server.refresh()
         return
     _take_entries(st, entries)
+    force = st.force
     stale = _stale_entries(st, text, path, key)
     publish(st)
     await server.refresh()
     if not stale:
         return
     if st.job is not None and not st.job.done():
+        if not force and key == st.job_key and all(st.job_closures.get(n, "-") == h for n, h in stale.items()):
+            return  # the running job computes exactly this (say, the document was closed and reopened)
         st.job.cancel()
-    st.job = asyncio.ensure_future(_run_job(st, text, lines, stale, settings))
+    st.job_text, st.job_key, st.job_closures = text, key, dict(stale)
+    st.job = asyncio.ensure_future(_run_job(st, text, stale, settings))
 
 
 def _take_entries(st: DocState, entries: list[Entry]) -> None:
@@ -112,10 +112,11 @@ def _take_entries(st: DocState, entries: list[Entry]) -> None:
         del st.measured[gone]
 
 
-def _stale_entries(st: DocState, text: str, path: str, key: str) -> list[str]:
-    """Entries whose result is neither in memory nor in the disk cache (all of them after
-    solar.reanalyze); cache hits become the document's records."""
-    stale: list[str] = []
+def _stale_entries(st: DocState, text: str, path: str, key: str) -> dict[str, str | None]:
+    """Entries whose final result is neither in memory nor in the disk cache (all of them after
+    solar.reanalyze), with their closure hash; cache hits become the document's records, and
+    the bounds of a job that did not get to verify them are shown while the entry runs again."""
+    stale: dict[str, str | None] = {}
     cache = server.cache
     force, st.force = st.force, False
     for e in st.entries:
@@ -124,7 +125,7 @@ def _stale_entries(st: DocState, text: str, path: str, key: str) -> list[str]:
         rec = st.records.get(e.name)
         if force:
             st.records.pop(e.name, None)
-            stale.append(e.name)
+            stale[e.name] = h
             continue
         if rec is not None and rec.closure == h and rec.key == key and rec.phase == "final":
             continue
@@ -134,23 +135,28 @@ def _stale_entries(st: DocState, text: str, path: str, key: str) -> list[str]:
                                         files=files)
             st.faults.pop(e.name, None)
             continue
-        stale.append(e.name)
+        bounds = cache.get(path, e.name, h, key, "bounds") if cache and h else None
+        if bounds is not None and not (rec is not None and rec.closure == h and rec.key == key):
+            st.records[e.name] = Record(with_headroom(st, e.name, bounds["entry"], h), bounds["lines"], h,
+                                        key, "bounds", files)
+        stale[e.name] = h
     return stale
 
 
-async def _run_job(st: DocState, text: str, lines: list[str], stale: list[str], settings: Settings) -> None:
-    path = st.path
+async def _run_job(st: DocState, text: str, stale: dict[str, str | None], settings: Settings) -> None:
+    """Run the stale entries in a worker: bounds first, then the verified result. A document
+    closed meanwhile still gets its results into the cache; nothing is shown for it."""
+    path, lines = st.path, text.splitlines()
     key = settings.analysis_key()
-    run_path = runnable_path(settings, path, text)
-    entries = stale if len(stale) < len(st.entries) else None
-    req = request(run_path, path, settings.analysis_config(), entries)
+    entries = list(stale) if len(stale) < len(st.entries) else None
+    req = request(runnable_path(settings, path, text), path, settings.analysis_config(), entries)
     token = await progress_begin(f"solar: analyzing {os.path.basename(path)}")
     st.analyzing = True
     notify_status()
 
     async def on_message(msg: dict) -> None:
         if msg.get("type") == "bounds":
-            _store(st, msg["report"], lines, text, key, phase="bounds")
+            _store(st, msg["report"], lines, text, key, phase="bounds", started=stale)
             progress_report(token, "bounds ready, verifying")
             publish(st)
             await server.refresh()
@@ -160,13 +166,15 @@ async def _run_job(st: DocState, text: str, lines: list[str], stale: list[str], 
     except JobCancelled:
         progress_end(token, "superseded")
         return
-    except JobFailed as exc:
-        await _job_failed(st, stale, exc, token)
-        return
     except asyncio.CancelledError:
         progress_end(token, "superseded")
         raise
-    st.analyzing = False
+    except JobFailed as exc:
+        st.analyzing = False
+        await _job_failed(st, list(stale), exc, token)
+        return
+    finally:
+        _job_ended(st)
     report = reply["report"]
     server.log(f"analyzed {os.path.basename(path)} {entries or 'all'}: "
                + ", ".join(f"{e['name']} {e['status']}" for e in report.get("entries", [])))
@@ -178,6 +186,13 @@ async def _run_job(st: DocState, text: str, lines: list[str], stale: list[str], 
     await server.refresh()
 
 
+def _job_ended(st: DocState) -> None:
+    """The job of ``st`` is over: it is no longer analyzing, and no longer kept when closed."""
+    st.analyzing = False
+    if st.closed and server.detached.get(st.uri) is st:
+        del server.detached[st.uri]  # what it computed is in the cache now
+
+
 async def _job_failed(st: DocState, stale: list[str], exc: JobFailed, token: str | None) -> None:
     """A job that ended without a result: each of its entries shows why, on the line it was at."""
     server.log(f"job for {os.path.basename(st.path)} failed: {exc}")
@@ -185,15 +200,15 @@ async def _job_failed(st: DocState, stale: list[str], exc: JobFailed, token: str
         ent = next((e for e in st.entries if e.name == name), None)
         st.faults[name] = (exc.line or (ent.line if ent else 1), f"solar: {exc}")
     progress_end(token, "failed")
-    st.analyzing = False
     publish(st)
     await server.refresh()
 
 
 def _store(st: DocState, report: dict, lines: list[str], text: str, key: str, phase: str,
-           files: list[str] | None = None) -> None:
+           files: list[str] | None = None, started: dict[str, str | None] | None = None) -> None:
     """Keep the entries of ``report``; ``files`` (the user modules the job imported) go into
-    each closure hash, so that editing a sibling module makes the result stale."""
+    each closure hash, so that editing a sibling module makes the result stale. Bounds are
+    cached under the closure hash the job ``started`` with (what the next open computes)."""
     files = sorted(files or [])
     cache = server.cache
     by_name = {e.name: e for e in st.entries}
@@ -207,10 +222,15 @@ def _store(st: DocState, report: dict, lines: list[str], text: str, key: str, ph
             continue
         st.records[name] = Record(with_headroom(st, name, e, h), lines, h, key, phase, files)
         st.faults.pop(name, None)
-        if phase == "final" and cache is not None:
+        if cache is None or e.get("status") != "ok":
+            if phase == "final" and cache is not None:
+                cache.set_closure_extra(st.path, name, extra, files)
+            continue
+        if phase == "final":
             cache.set_closure_extra(st.path, name, extra, files)
-            if e.get("status") == "ok":
-                cache.put(st.path, name, h, key, {"entry": e, "lines": lines})
+            cache.put(st.path, name, h, key, {"entry": e, "lines": lines})
+        elif (started or {}).get(name):
+            cache.put(st.path, name, started[name], key, {"entry": e, "lines": lines}, "bounds")
 
 
 def with_headroom(st: DocState, name: str, entry: dict, closure: str | None) -> dict:

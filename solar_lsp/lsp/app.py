@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from solar_lsp import __version__
+from solar_lsp.lsp.buffers import is_file_uri, is_untitled_path, untitled_path
 from solar_lsp.lsp.cache import ResultCache
 from solar_lsp.lsp.pool import Pool
 from solar_lsp.lsp.settings import Settings, SettingsError, merge, pyproject_settings
+from solar_lsp.lsp.transport import SolarProtocol, run_stdio
 from solar_lsp.source.discover import Entry
 
 
@@ -47,6 +54,11 @@ class DocState:
     faults: dict[str, tuple[int, str]] = field(default_factory=dict)
     debounce: asyncio.Task | None = None
     job: asyncio.Task | None = None
+    # what the running job computes: the settings key and each entry's closure hash at its start
+    job_text: str | None = None
+    job_key: str | None = None
+    job_closures: dict[str, str | None] = field(default_factory=dict)
+    closed: bool = False  # the editor closed it while its job ran: the job finishes into the cache
     analyzing: bool = False
     force: bool = False  # the next analysis skips the results cache (solar.reanalyze)
     # the last Explain headroom result per entry and the closure hash of the code it measured:
@@ -58,8 +70,9 @@ class SolarServer(LanguageServer):
     """The language server's state: settings from every source, the pool, the cache, documents."""
 
     def __init__(self) -> None:
-        super().__init__("solar-lsp", __version__)
+        super().__init__("solar-lsp", __version__, protocol_cls=SolarProtocol)
         self.docs: dict[str, DocState] = {}
+        self.detached: dict[str, DocState] = {}  # closed documents whose job still runs
         self.client_settings: dict = {}
         self.overrides: dict = {}  # from commands (selectChip, setTarget)
         self.pool: Pool | None = None
@@ -68,10 +81,55 @@ class SolarServer(LanguageServer):
         self.settings_error: str | None = None
         self.config_ready: asyncio.Event | None = None  # set once the client's settings are in
 
+    # ---- the connection
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """Serve on stdio with :func:`~solar_lsp.lsp.transport.serve` until the input ends."""
+        self._stop_event = threading.Event()  # what pygls's shutdown() sets
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        code = 0
+        try:
+            run_stdio(self._stop_event, StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool),
+                      self.protocol)
+        except BrokenPipeError:
+            self.log("the client closed the connection")
+        except KeyboardInterrupt:
+            pass
+        except SystemExit as exc:  # the exit notification: 0 after shutdown, else 1
+            code = exc.code if isinstance(exc.code, int) else 0
+        finally:
+            self.shutdown()
+        if code:
+            sys.exit(code)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Log errors; only a failed notification handler (a bug of ours) also tells the user."""
+        logging.getLogger("solar_lsp.lsp").error("solar-lsp: %s: %s", getattr(source, "__name__", source), error)
+        if isinstance(source, type) and issubclass(source, JsonRpcException):
+            return  # the wire: a message we could not read or send, never a popup
+        super().report_server_error(error, source)
+
+    # ---- documents
+    def path_of(self, uri: str) -> str:
+        """The file behind document ``uri``: its path, or for an editor buffer that is no file
+        (``untitled:``) the private stand-in file its text is analyzed from."""
+        if is_file_uri(uri):
+            return self.workspace.get_text_document(uri).path
+        return untitled_path(uri)
+
+    def is_open(self, uri: str) -> bool:
+        """Whether the client has document ``uri`` open (its text is the editor's, not the disk's)."""
+        try:
+            return unquote(uri) in self.workspace.text_documents  # pygls keys them unquoted
+        except RuntimeError:  # before initialize
+            return False
+
     # ---- settings
     def settings_for(self, path: str | None = None) -> Settings:
+        """The settings for a file at ``path`` (None: the workspace's)."""
         s = Settings()
         self.settings_error = None
+        if is_untitled_path(path):  # a buffer without a file: the workspace's pyproject
+            path = None
         try:
             tool, _ = pyproject_settings(os.path.dirname(path) if path else (self.root or os.getcwd()))
             s = merge(s, tool, "[tool.solar]")
@@ -120,12 +178,19 @@ class SolarServer(LanguageServer):
                     and caps.window.show_document.support)
 
     async def refresh(self) -> None:
-        with contextlib.suppress(Exception):
-            if self._ws_cap("inlay_hint"):
-                await self.workspace_inlay_hint_refresh_async(None)
-        with contextlib.suppress(Exception):
-            if self._ws_cap("code_lens"):
-                await self.workspace_code_lens_refresh_async(None)
+        """Ask the client to fetch hints and lenses again; not waiting for its answers (a slow
+        client must not hold up an analysis, and a superseded one leaves no reply pending)."""
+        for cap, send in (("inlay_hint", self.workspace_inlay_hint_refresh),
+                          ("code_lens", self.workspace_code_lens_refresh)):
+            if self._ws_cap(cap):
+                with contextlib.suppress(Exception):
+                    send(None).add_done_callback(_quiet)
+
+
+def _quiet(fut) -> None:
+    """Collect the outcome of a request nobody waits for, so that an error is not reported."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 server = SolarServer()

@@ -40,11 +40,21 @@ class ResultCache:
         self._dc.set(self._key("extra", os.path.realpath(path), entry),
                      {"defs": sorted(names), "files": sorted(files)})
 
-    def get(self, path: str, entry: str, closure: str, settings_key: str) -> dict | None:
-        return self._dc.get(self._key("result", os.path.realpath(path), entry, closure, settings_key))
+    def _result_key(self, path: str, entry: str, closure: str, settings_key: str, phase: str) -> str:
+        kind = "result" if phase == "final" else f"result-{phase}"
+        return self._key(kind, os.path.realpath(path), entry, closure, settings_key)
 
-    def put(self, path: str, entry: str, closure: str, settings_key: str, record: dict) -> None:
-        self._dc.set(self._key("result", os.path.realpath(path), entry, closure, settings_key), record)
+    def get(self, path: str, entry: str, closure: str, settings_key: str, phase: str = "final") -> dict | None:
+        """The stored result of ``phase`` (``final``, or ``bounds``: before verification)."""
+        try:
+            return self._dc.get(self._result_key(path, entry, closure, settings_key, phase))
+        except Exception:  # a damaged cache file is a miss, not a failure
+            return None
+
+    def put(self, path: str, entry: str, closure: str, settings_key: str, record: dict,
+            phase: str = "final") -> None:
+        """Store the result of ``phase`` for the entry's closure and settings."""
+        self._dc.set(self._result_key(path, entry, closure, settings_key, phase), record)
 
     def close(self) -> None:
         self._dc.close()

@@ -18,20 +18,36 @@ from solar_lsp.lsp.settings import SettingsError
 from solar_lsp.lsp.views import show_view
 from solar_lsp.source.discover import DiscoveryError, Entry, discover
 
+NEEDS_TARGET = "this command needs the arguments [document URI, entry name]"
+
+
+def _target(args: tuple) -> tuple[str, str] | None:
+    """The ``[uri, entry]`` a command is about (both strings), or None."""
+    if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
+        return None
+    return args[0], args[1]
+
 
 def _record(uri: str, entry: str) -> Record | None:
     st = server.docs.get(uri)
     return st.records.get(entry) if st else None
 
 
+def _settings(uri: str):
+    return server.settings_for(server.path_of(uri))
+
+
 async def _job(uri: str, entry: str, kind: str, config: dict) -> dict:
     server.ensure_runtime()
-    doc = server.workspace.get_text_document(uri)
-    s = server.settings_for(doc.path)
-    path = runnable_path(s, doc.path, doc.source)
+    path = server.path_of(uri)
+    try:
+        text = server.workspace.get_text_document(uri).source
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JobFailed(f"cannot read {path}: {exc}") from exc
+    run_path = runnable_path(server.settings_for(path), path, text)
     token = await progress_begin(f"solar: {kind} {entry}")
     try:
-        return await server.pool.run(f"{uri}#{kind}", request(path, doc.path, config, [entry], kind))
+        return await server.pool.run(f"{uri}#{kind}", request(run_path, path, config, [entry], kind))
     finally:
         progress_end(token, "done")
 
@@ -39,26 +55,32 @@ async def _job(uri: str, entry: str, kind: str, config: dict) -> dict:
 @server.command("solar.showFusion")
 async def cmd_fusion(ls: SolarServer, *args: Any) -> dict:
     """The entry's fusion suggestions, as a view."""
-    rec = _record(*args[:2])
+    if (target := _target(args)) is None:
+        return {"error": NEEDS_TARGET}
+    rec = _record(*target)
     if rec is None:
         return {"error": "no result for this entry yet"}
-    return await show_view(f"{args[1]}-fusion", present.fusion_markdown(rec.entry))
+    return await show_view(f"{target[1]}-fusion", present.fusion_markdown(rec.entry))
 
 
 @server.command("solar.showReorder")
 async def cmd_reorder(ls: SolarServer, *args: Any) -> dict:
     """The entry's cheaper contraction orders, as a view."""
-    rec = _record(*args[:2])
+    if (target := _target(args)) is None:
+        return {"error": NEEDS_TARGET}
+    rec = _record(*target)
     if rec is None:
         return {"error": "no result for this entry yet"}
-    return await show_view(f"{args[1]}-reorder", present.reorder_markdown(rec.entry))
+    return await show_view(f"{target[1]}-reorder", present.reorder_markdown(rec.entry))
 
 
 @server.command("solar.showIR")
 async def cmd_ir(ls: SolarServer, *args: Any) -> dict:
     """The entry's Affine Loop IR (lowered in a worker), as a view."""
-    uri, entry = args[:2]
-    s = ls.settings_for(ls.workspace.get_text_document(uri).path)
+    if (target := _target(args)) is None:
+        return {"error": NEEDS_TARGET}
+    uri, entry = target
+    s = _settings(uri)
     try:
         reply = await _job(uri, entry, "ir", s.analysis_config())
     except (JobFailed, JobCancelled) as exc:
@@ -69,8 +91,10 @@ async def cmd_ir(ls: SolarServer, *args: Any) -> dict:
 @server.command("solar.compareChips")
 async def cmd_compare(ls: SolarServer, *args: Any) -> dict:
     """The entry's bounds on every bundled chip, the active one first, as a view."""
-    uri, entry = args[:2]
-    s = ls.settings_for(ls.workspace.get_text_document(uri).path)
+    if (target := _target(args)) is None:
+        return {"error": NEEDS_TARGET}
+    uri, entry = target
+    s = _settings(uri)
     cfg = {**s.analysis_config(), "verify": False, "hw": [s.chip] + [c for c in list_chips() if c != s.chip]}
     try:
         reply = await _job(uri, entry, "analyze", cfg)
@@ -85,10 +109,13 @@ async def cmd_compare(ls: SolarServer, *args: Any) -> dict:
 @server.command("solar.explainHeadroom")
 async def cmd_headroom(ls: SolarServer, *args: Any) -> dict:
     """Measure the entry in a worker, keep the result (the hover shows the last ratio), show it."""
-    uri, entry = args[:2]
-    s = ls.settings_for(ls.workspace.get_text_document(uri).path)
+    if (target := _target(args)) is None:
+        return {"error": NEEDS_TARGET}
+    uri, entry = target
+    s = _settings(uri)
     cfg = {**s.analysis_config(), "verify": False, "device": s.headroom_device}
-    closure = closure_now(uri, entry, ls.workspace.get_text_document(uri).source)  # the code measured
+    closure = (closure_now(uri, entry, ls.workspace.get_text_document(uri).source)  # the code measured
+               if uri in ls.docs else None)
     try:
         reply = await _job(uri, entry, "headroom", cfg)
     except (JobFailed, JobCancelled) as exc:
@@ -108,8 +135,10 @@ async def cmd_headroom(ls: SolarServer, *args: Any) -> dict:
 @server.command("solar.showRoofline")
 async def cmd_roofline(ls: SolarServer, *args: Any) -> dict:
     """The roofline SVG of the entry on the active chip (matplotlib, in a worker)."""
-    uri, entry = args[:2]
-    s = ls.settings_for(ls.workspace.get_text_document(uri).path)
+    if (target := _target(args)) is None:
+        return {"error": NEEDS_TARGET}
+    uri, entry = target
+    s = _settings(uri)
     try:
         reply = await _job(uri, entry, "roofline", {**s.analysis_config(), "verify": False})
     except (JobFailed, JobCancelled) as exc:
@@ -125,7 +154,7 @@ async def cmd_chip(ls: SolarServer, *args: Any) -> dict:
     """Use another chip (a bundled name or a chip file) until the client's settings change."""
     try:
         load_chip(str(args[0]))
-    except (HardwareError, IndexError) as exc:
+    except (HardwareError, IndexError, OSError, ValueError) as exc:
         return {"error": str(exc)}
     ls.overrides["chip"] = str(args[0])
     for uri in list(ls.docs):
@@ -156,7 +185,7 @@ async def cmd_target(ls: SolarServer, *args: Any) -> dict:
 async def cmd_reanalyze(ls: SolarServer, *args: Any) -> dict:
     """Analyze the document (or every open one) again, past the memory and the disk cache."""
     for uri in (args[:1] or list(ls.docs)):
-        st = ls.docs.get(uri)
+        st = ls.docs.get(uri) if isinstance(uri, str) else None
         if st is not None:  # run the analysis again: not from memory, not from the disk cache
             st.records.clear()
             st.force = True
@@ -182,13 +211,12 @@ def cmd_entries(ls: SolarServer, *args: Any) -> dict:
     ``{"entries": [...]}``, or ``{"entries": [], "error": why}`` when the text has none to give."""
     if not args or not isinstance(args[0], str):
         return {"entries": [], "error": "solar.entries needs a document URI"}
-    doc = ls.workspace.get_text_document(args[0])
-    path = doc.path or args[0]
+    path = ls.path_of(args[0])
     try:
-        text = doc.source
+        text = ls.workspace.get_text_document(args[0]).source
     except (OSError, UnicodeDecodeError) as exc:
         return {"entries": [], "error": f"cannot read {path}: {exc}"}
-    s = ls.settings_for(doc.path)
+    s = ls.settings_for(path)
     try:
         entries = discover(text, path, {"dims": s.dims, "entries": s.entries})
     except DiscoveryError as exc:

@@ -24,7 +24,7 @@ async def did_save(ls: SolarServer, params: T.DidSaveTextDocumentParams) -> None
     """Analyze the saved document and the open models whose results imported it."""
     uri = params.text_document.uri
     schedule(uri)
-    saved = os.path.realpath(ls.workspace.get_text_document(uri).path)
+    saved = os.path.realpath(ls.path_of(uri))
     for other, st in list(ls.docs.items()):  # models that import the saved module
         if other != uri and any(saved in rec.files for rec in st.records.values()):
             schedule(other)
@@ -34,6 +34,8 @@ async def did_save(ls: SolarServer, params: T.DidSaveTextDocumentParams) -> None
 async def did_change(ls: SolarServer, params: T.DidChangeTextDocumentParams) -> None:
     """Move the diagnostics with the edit now; analyze once typing pauses."""
     uri = params.text_document.uri
+    if not ls.is_open(uri):
+        return
     st = doc_state(uri)
     publish(st)  # diagnostics move with the edit or are withheld
     schedule(uri, ls.settings_for(st.path).debounce_s)
@@ -41,11 +43,18 @@ async def did_change(ls: SolarServer, params: T.DidChangeTextDocumentParams) -> 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
 async def did_close(ls: SolarServer, params: T.DidCloseTextDocumentParams) -> None:
-    """Forget a closed document and cancel its pending analysis and running job."""
-    st = ls.docs.pop(params.text_document.uri, None)
-    if st is not None:
-        for task in (st.debounce, st.job):
-            if task is not None:
-                task.cancel()
-        if ls.pool is not None:
-            ls.pool.cancel(st.uri)
+    """Stop showing a closed document. Its pending analysis is dropped; a job already running
+    in a worker finishes into the results cache (keeping its bounds, and what it verifies), so
+    that opening the document again shows them at once."""
+    uri = params.text_document.uri
+    st = ls.docs.pop(uri, None)
+    if st is None:
+        return
+    if st.debounce is not None:
+        st.debounce.cancel()
+    if st.job is not None and not st.job.done():
+        if ls.pool is not None and ls.pool.running(uri):
+            st.closed = True
+            ls.detached[uri] = st
+        else:  # still waiting for a worker: the open documents go first
+            st.job.cancel()

@@ -208,6 +208,11 @@ class Pool:
         asyncio.ensure_future(self._spawn())
 
     # ---- jobs
+    def running(self, key: str) -> bool:
+        """Whether the job of ``key`` is in a worker now (not waiting for one)."""
+        job = self._running.get(key)
+        return job is not None and job.proc is not None
+
     def cancel(self, key: str) -> None:
         """Cancel the job of ``key``; a worker mid-way through it is killed and replaced."""
         job = self._running.pop(key, None)

@@ -3,6 +3,7 @@ nothing when the client does not support it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 
@@ -10,14 +11,16 @@ from lsprotocol import types as T
 
 from solar_lsp.lsp.app import server
 
+CREATE_TIMEOUT_S = 5.0
+
 
 async def progress_begin(title: str) -> str | None:
     """Start a progress item titled ``title``; its token, or None when the client shows none."""
     if not server.supports_progress():
         return None
     token = str(uuid.uuid4())
-    try:
-        await server.work_done_progress.create_async(token)
+    try:  # a client that does not answer (soon) gets no progress; the work does not wait for it
+        await asyncio.wait_for(server.work_done_progress.create_async(token), CREATE_TIMEOUT_S)
         server.work_done_progress.begin(token, T.WorkDoneProgressBegin(title=title, cancellable=False))
     except Exception:
         return None
@@ -36,3 +39,4 @@ def progress_end(token: str | None, msg: str) -> None:
     if token:
         with contextlib.suppress(Exception):
             server.work_done_progress.end(token, T.WorkDoneProgressEnd(message=msg))
+        server.work_done_progress.tokens.pop(token, None)

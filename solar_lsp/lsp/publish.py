@@ -26,12 +26,19 @@ def mapped(st: DocState, cur: list[str]) -> Iterator[tuple[Record, dict[int, int
 
 
 def publish(st: DocState) -> None:
-    """Send the document's diagnostics: file and settings errors, findings, failed entries."""
-    cur = current_lines(st.uri) if st.uri in server.workspace.text_documents else []
+    """Send the document's diagnostics: file and settings errors, findings, failed entries
+    (each message once per line). Nothing for a document the editor closed."""
+    if st.closed or not server.is_open(st.uri):
+        return
+    cur = current_lines(st.uri)
     diags: list[T.Diagnostic] = []
+    said: set[tuple[int, str]] = set()
 
     def add(line1: int, sev: str, msg: str) -> None:
         i = max(int(line1 or 1) - 1, 0)
+        if (i, msg) in said:  # a job stopped by one hang fails each of its entries on that line
+            return
+        said.add((i, msg))
         diags.append(T.Diagnostic(
             range=T.Range(T.Position(i, 0), T.Position(i, len(cur[i]) if i < len(cur) else 0)),
             message=msg, source="solar",
@@ -66,6 +73,7 @@ def status_payload() -> dict:
     s = server.settings_for(None)
     return {"chip": s.chip, "analyzing": sum(1 for st in server.docs.values() if st.analyzing),
             "errors": sum(1 for st in server.docs.values() if st.file_error or st.faults),
+            "finishing": len(server.detached),  # closed documents whose job still runs
             "jobs": server.pool.jobs if server.pool else 0,
             "workers": server.pool.pids() if server.pool else [],
             "workers_started": server.pool.started if server.pool else 0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 
 from lsprotocol import types as T
 from pygls import uris
@@ -26,7 +27,8 @@ async def show_view(name: str, text: str, suffix: str = ".md", open_it: bool = T
     """Write a report where the editor can open it read-only, and ask it to."""
     d = _views_dir()
     os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, f"{name}{suffix}")
+    safe = re.sub(r"[^\w.-]", "_", name).lstrip(".")[:120]  # entry names come from the client
+    path = os.path.join(d, safe + suffix)
     with contextlib.suppress(OSError):
         if os.path.exists(path):
             os.chmod(path, 0o644)

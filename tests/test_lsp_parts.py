@@ -134,3 +134,12 @@ def test_llm_jobs_get_the_agent_time_limit():
     assert pool.job_timeout(request("a.py", "a.py", {"llm": True})) == LLM_JOB_TIMEOUT_S >= 3 * 120
     pool.timeout_s = 1200.0
     assert pool.job_timeout(request("a.py", "a.py", {"llm": True})) == 1200.0
+
+
+def test_entry_hover_shows_the_count_check():
+    from solar_lsp.pipeline.analyze import Config, analyze_file
+    doc = analyze_file("examples/mlp.py", Config(verify=True)).to_json()
+    [entry] = doc["entries"]
+    assert entry["verification"]["counts"]["status"] == "checked"
+    text = present.entry_markdown(entry)
+    assert "counts: **checked**" in text and "FlopCounterMode" in text

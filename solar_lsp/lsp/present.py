@@ -47,6 +47,7 @@ def line_markdown(line: dict, entry: dict, phase: str = "final") -> str:
     v = entry.get("verification") or {}
     foot.append("verification: **verifying…**" if phase == "bounds" else
                 f"verification: **{v.get('status', '?')}** — {v.get('detail', '')}")
+    foot += counts_line(v)
     h = entry.get("headroom") or {}
     r = (h.get("ratios") or {}).get("fused")
     if r and "error" not in h:
@@ -98,6 +99,7 @@ def entry_markdown(entry: dict, phase: str = "final") -> str:
     v = entry.get("verification") or {}
     out.append("verification: **verifying…**" if phase == "bounds" else
                f"verification: **{v.get('status')}** — {v.get('detail', '')}")
+    out += counts_line(v)
     measured = last_measured(entry)
     if measured:
         out += ["", *measured]
@@ -229,3 +231,9 @@ def headroom_markdown(entry: dict) -> str:
             ratio = f"{g['ratio']:.1f}×" if g["ratio"] != float("inf") else "—"
             out.append(f"| {g['line']} | {units.seconds(g['measured_s'])} | {units.seconds(g['t_sol_s'])} | {ratio} |")
     return "\n".join(out)
+
+
+def counts_line(verification: dict) -> list[str]:
+    """The run-time count check beside the values (FlopCounterMode / XLA), when it ran."""
+    c = verification.get("counts")
+    return [f"counts: **{c.get('status')}** — {c.get('detail', '')}"] if c else []

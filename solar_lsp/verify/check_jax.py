@@ -38,6 +38,8 @@ from solar_lsp.verify.core import (
     reduction_length,
     tol_dtype,
 )
+from solar_lsp.verify.counts import with_counts
+from solar_lsp.verify.counts_jax import check_jax_counts
 from solar_lsp.verify.op_check import check_op
 
 REPLAY_POINTS = 5e7  # loop points a replay may execute (all iterations together)
@@ -485,8 +487,9 @@ def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_B
                                   "through the op that uses it"))
         else:
             with np.errstate(invalid="ignore"):  # inf - inf where a mask wrote -inf
-                checks.append(check_op(p, op, golden.values, rng, samples))
-    return _summary(checks, lowered, time.perf_counter() - t0)
+                checks.append(check_op(p, op, golden.values, rng, samples, narrow=True))
+    counts = check_jax_counts(traced, lowered)  # counts beside values: docs/sol-model.md
+    return with_counts(_summary(checks, lowered, time.perf_counter() - t0), counts)
 
 
 def _summary(checks: list[OpCheck], lowered: JaxLowered, seconds: float) -> Verification:

@@ -8,6 +8,7 @@ PyTorch produced for it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import types
 from typing import Any
@@ -27,6 +28,8 @@ from solar_lsp.verify.core import (  # noqa: F401  (re-exported: callers import 
     golden_bytes,
     over_budget,
 )
+from solar_lsp.verify.counts import check_counts, with_counts
+from solar_lsp.verify.counts_torch import NodeFlops, randomize_parameters
 from solar_lsp.verify.op_check import check_op
 
 
@@ -38,8 +41,9 @@ def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
     refused = over_budget(p, budget_bytes, t0)
     if refused is not None:
         return refused
+    flops = NodeFlops()
     try:
-        golden = golden_run(traced, lowered, module, seed)
+        golden = golden_run(traced, lowered, module, seed, flops)
     except EntryError as exc:
         return Verification("unverified", f"golden run failed: {exc}", seconds=time.perf_counter() - t0)
     except Exception as exc:  # user code raising on real tensors
@@ -60,7 +64,8 @@ def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
     if lowered.unsupported and status == "verified":
         status = "unverified"
         detail = f"{len(lowered.unsupported)} op(s) have no lowering; the rest verified"
-    return Verification(status, detail, checks, time.perf_counter() - t0)
+    counts = check_counts(p, flops.framework({op.id for op in p.ops}))  # docs/sol-model.md
+    return with_counts(Verification(status, detail, checks, time.perf_counter() - t0), counts)
 
 
 def _real_constants(model: torch.nn.Module, inputs: tuple, have: dict | None) -> dict:
@@ -74,9 +79,14 @@ def _real_constants(model: torch.nn.Module, inputs: tuple, have: dict | None) ->
         return {}
 
 
-def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed: int) -> dict[str, torch.Tensor]:
-    """Replay the exported graph on real tensors; returns tensor name -> value."""
+def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed: int,
+               flops: NodeFlops | None = None) -> dict[str, torch.Tensor]:
+    """Replay the exported graph on real tensors; returns tensor name -> value.
+
+    Constant parameters and buffers (norm weights, running statistics) are redrawn at
+    random first; ``flops``, when given, gets FlopCounterMode's count for every node."""
     model, inputs = build(module, traced.entry, traced.path, device="cpu", seed=seed)
+    randomize_parameters(model, seed)
     ep = traced.exported
     state = dict(model.state_dict(keep_vars=True))
     real: dict | None = None
@@ -108,11 +118,16 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
 
     class Recorder(torch.fx.Interpreter):
         def run_node(self, n):
-            out = super().run_node(n)
+            if flops is None or n.op != "call_function":
+                out = super().run_node(n)
+            else:
+                start = flops.before()
+                out = super().run_node(n)
+                flops.after(n, start, self.map_nodes_to_values(n.args, n))
             values[n.name] = out
             return out
 
-    with torch.no_grad():
+    with torch.no_grad(), (flops.mode if flops is not None else contextlib.nullcontext()):
         Recorder(ep.graph_module, garbage_collect_values=False).run(*args)
     golden: dict[str, torch.Tensor] = {}
     for tensor, node in lowered.node_of_tensor.items():

@@ -24,10 +24,28 @@ DEFAULT_BUDGET = 2 * 1024**3
 SAMPLES = 64
 FULL_RUN_LIMIT = 1e9  # loop points an op may execute in full before it is left unverified
 
+SAMPLE_BUDGET = 2e7  # loop points the sampled points of one kernel may execute together
+FULL_CHECK = 4e6  # loop points under which a kernel is run and compared in full
+
 # Relative tolerance per dtype, scaled by the magnitude of the terms summed (not of the
-# result, which can cancel) and by sqrt of the reduction length.
+# result, which can cancel) and by sqrt of the reduction length: the coarse comparison of
+# whole tensors without per-point error bounds (loop replays, LLM answers).
 RTOL = {"float64": 1e-10, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.6e-2,
         "float8_e4m3fn": 1.3e-1, "float8_e5m2": 2.5e-1}
+
+# Unit roundoff (half an ulp at 1: |fl(x) - x| <= u·|x|), largest finite value and smallest
+# normal value of each float dtype (IEEE 754 binary64/32/16; bfloat16: 8 significant bits, the
+# float32 exponent range; float8 formats per OCP 8-bit floating point, v1.0). Subnormals get
+# no relative bound: XLA on the CPU flushes them to zero.
+UNIT = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8,
+        "float8_e4m3fn": 2.0**-4, "float8_e5m2": 2.0**-3}
+MAX_FINITE = {"float32": 3.4028234663852886e38, "float16": 65504.0, "bfloat16": 3.3895313892515355e38}
+TINY = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-14, "bfloat16": 2.0**-126,
+        "float8_e4m3fn": 2.0**-6, "float8_e5m2": 2.0**-14}
+# Factor on the first-order rounding-error bound of the framework's computation (in its
+# accumulator's roundoff): a vectorized transcendental is off by up to ~2 ulp (4 u), and a
+# sum's rounding grows like sqrt(n) only on average.
+C_ACC = 8.0
 
 
 @dataclass
@@ -39,6 +57,7 @@ class OpCheck:
     status: str  # verified | mismatch | unverified
     detail: str = ""
     worst: dict | None = None
+    ratio: float | None = None  # largest |difference| / bound over the points checked
 
 
 @dataclass
@@ -118,16 +137,63 @@ def _ok(err: np.ndarray, ref: np.ndarray, scale: np.ndarray, dt: str, red: int) 
     return (err <= rtol * (scale + np.nan_to_num(np.abs(ref), posinf=0.0)) + rtol * 1e-3) | (err == 0)
 
 
-def compare_points(tensor: str, pos: np.ndarray, vals: np.ndarray, mags: np.ndarray,
-                   ref: np.ndarray, dt: str, red: int) -> dict:
-    """Worst point of values computed at sampled positions, each judged against the
-    magnitude of the terms it summed."""
-    r = ref[tuple(pos.T)] if pos.size else np.zeros(0)
-    both_inf = np.isinf(r) & (r == vals)
-    err = np.where(both_inf, 0.0, np.abs(vals - r))
-    err = np.where(np.isnan(r) & np.isnan(vals), 0.0, err)
-    ok = _ok(err, r, mags, dt, red)
-    return _worst_of(tensor, pos, vals, r, err, ok)
+def unit_roundoff(p: Program, op: Op, narrow: bool = False) -> float:
+    """Roundoff of the accumulator ``op`` computes in: float64 when all its float tensors
+    are, else float32 (torch computes half-precision and float8 types in float32 on the CPU:
+    products, sums and functions, rounding only the result). ``narrow``: the framework may
+    round each step of an elementwise op to the op's own dtype (XLA on the CPU computes a
+    bfloat16 ``x**3`` as two bfloat16 products); its contractions still accumulate in float32."""
+    dts = {p.tensors[t].dtype for t in op.inputs + op.outputs if t in p.tensors} & set(UNIT)
+    base = UNIT["float64"] if dts <= {"float64"} else UNIT["float32"]
+    if narrow and dts and not any(k.unit == "matrix" for k in op.kernels):
+        return max([base] + [UNIT[d] for d in dts])
+    return base
+
+
+def unit_range(unit: float) -> float:
+    """Largest finite value of the dtype whose roundoff is ``unit`` (float64: none)."""
+    if unit < UNIT["float32"]:
+        return math.inf
+    return next((MAX_FINITE[d] for d in MAX_FINITE if UNIT[d] == unit), MAX_FINITE["float32"])
+
+
+def out_dtype(p: Program, tensor: str) -> str:
+    """The dtype whose rounding judges values of ``tensor``, or ``exact`` (not a float)."""
+    dt = p.tensors[tensor].dtype if tensor in p.tensors else "float64"
+    return dt if dt in UNIT else "exact"
+
+
+def bound(got: np.ndarray, err: np.ndarray, dt: str, unit: float) -> np.ndarray:
+    """How far the framework's value may be from ``got`` (the IR's value, float64): its own
+    rounding error (``err``, in units of ``unit``, times C_ACC), then one rounding to ``dt``."""
+    u = UNIT.get(dt, unit)
+    err = np.where(np.isnan(err), np.inf, err)  # a bound that cannot be computed bounds nothing
+    with np.errstate(invalid="ignore", over="ignore"):
+        acc = np.where(err == 0, 0.0, C_ACC * unit * err)
+        return acc * (1 + u) + u * np.abs(got) + TINY.get(dt, 0.0) + C_ACC * TINY["float32"]
+
+
+def compare_bounded(tensor: str, pos: np.ndarray, got: np.ndarray, ref: np.ndarray, err: np.ndarray,
+                    dt: str, unit: float) -> dict:
+    """Worst point of computed values (at output positions ``pos``, rows) against the golden
+    ones, each within its own error bound (:func:`bound`); ``ratio`` is the largest
+    |difference| / bound over the points (above 1: a mismatch)."""
+    got = np.asarray(got, dtype=np.float64)
+    if dt in MAX_FINITE:  # the framework's result overflows where the exact one is out of range
+        top = MAX_FINITE[dt] * (1 + UNIT[dt])
+        got = np.where(np.abs(got) >= top, np.copysign(np.inf, got), got)
+    with np.errstate(invalid="ignore"):
+        same = (got == ref) | (np.isnan(got) & np.isnan(ref))
+        diff = np.where(same, 0.0, np.abs(got - ref))
+        if dt == "exact":
+            tol = np.full(diff.shape, 0.5)
+        else:
+            tol = bound(got, err, dt, unit)
+        ratio = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff / np.maximum(tol, 1e-300)))
+    bad = ratio > 1.0
+    w = _worst_of(tensor, pos, got, ref, np.where(np.isnan(diff), np.inf, diff), ~bad, ratio)
+    w["ratio"] = float(ratio.max(initial=0.0))
+    return w
 
 
 def compare_full(tensor: str, got: np.ndarray, ref: np.ndarray, dt: str, rng: np.random.Generator,
@@ -142,18 +208,25 @@ def compare_full(tensor: str, got: np.ndarray, ref: np.ndarray, dt: str, rng: np
     # no per-point magnitude here: scale by the tensor's largest value as well
     scale = np.abs(got) + (float(np.max(np.abs(ref[np.isfinite(ref)]), initial=0.0)) if ref.size else 0.0)
     ok = _ok(err, ref, scale, dt, reduction)
-    idx = np.argwhere(np.ones(ref.shape, dtype=bool)) if ref.ndim else np.zeros((1, 0), dtype=np.int64)
-    return _worst_of(tensor, idx, got.reshape(-1), ref.reshape(-1), err.reshape(-1), ok.reshape(-1))
+    return _worst_of(tensor, tuple(ref.shape), got, ref, err, ok)
 
 
-def _worst_of(tensor: str, pos: np.ndarray, got: np.ndarray, ref: np.ndarray, err: np.ndarray,
-              ok: np.ndarray) -> dict:
+def _worst_of(tensor: str, pos: np.ndarray | tuple, got: np.ndarray, ref: np.ndarray, err: np.ndarray,
+              ok: np.ndarray, rank: np.ndarray | None = None) -> dict:
+    """The point to report: the bad one ranking highest (by ``rank``, else by ``err``).
+    ``pos`` holds the points' output indices (rows), or is the shape of a whole tensor."""
+    got, ref, err, ok = (np.reshape(a, -1) for a in (got, ref, err, ok))
     if err.size == 0:
         return {"tensor": tensor, "index": [], "expected": 0.0, "got": 0.0, "bad": False}
     bad = ~ok
-    i = int(np.argmax(np.where(bad, err, -1.0))) if bad.any() else int(np.argmax(err))
-    return {"tensor": tensor, "index": [int(x) for x in pos[i]] if pos.ndim == 2 and len(pos) > i else [],
-            "expected": float(ref[i]), "got": float(got[i]), "bad": bool(bad.any())}
+    rank = err if rank is None else np.reshape(rank, -1)
+    i = int(np.argmax(np.where(bad, rank, -1.0))) if bad.any() else int(np.argmax(rank))
+    if isinstance(pos, tuple):
+        index = [int(x) for x in np.unravel_index(i, pos)] if pos else []
+    else:
+        index = [int(x) for x in pos[i]] if pos.ndim == 2 and len(pos) > i else []
+    return {"tensor": tensor, "index": index, "expected": float(ref[i]), "got": float(got[i]),
+            "bad": bool(bad.any())}
 
 
 def keep_worst(a: dict | None, b: dict) -> dict:
@@ -169,5 +242,6 @@ def mismatch(op: Op, worst: dict) -> OpCheck:
     """A ``mismatch`` check that names the worst point (``worst`` is a bad comparison)."""
     w = dict(worst)
     w.pop("bad")
+    w.pop("ratio", None)
     return OpCheck(op.id, op.line, "mismatch",
                    f"{w['tensor']}{w['index']}: expected {w['expected']:.6g}, got {w['got']:.6g}", w)

@@ -1,29 +1,45 @@
 """Check one IR op against the golden values of its inputs and outputs: kernels run by
-numba (the last one at sampled points when each point's value is final), composition steps
-(views, gathers) by numpy. Framework-neutral: the golden values are torch tensors or arrays.
+numba (the last one at sampled points when it is large and each point's value is final),
+composition steps (views, gathers) by numpy; every output element must be written. Each
+value is judged within a bound on the framework's rounding error at that point
+(docs/sol-model.md, Verification). Framework-neutral: the golden values are torch tensors or
+arrays.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from solar_lsp.ir import calls_index, execute
-from solar_lsp.ir.core import Kernel, Load, Op, Program
+from solar_lsp.ir.core import Kernel, Op, Program
 from solar_lsp.ir.validate import recurrence_var
 from solar_lsp.verify.core import (
+    FULL_CHECK,
     FULL_RUN_LIMIT,
+    MAX_FINITE,
     RTOL,
+    SAMPLE_BUDGET,
+    UNIT,
     OpCheck,
     as_float64,
+    compare_bounded,
     compare_full,
-    compare_points,
     keep_worst,
     mismatch,
-    reduction_length,
+    out_dtype,
     tol_dtype,
+    unit_range,
+    unit_roundoff,
 )
+
+COVER_LIMIT = 5e7  # output points marked to prove every element is written
+OVERFLOW_SCALE = 100.0  # largest input magnitude of the overflow check (exp(100) > float32 max)
+OVERFLOW_POINTS = 1e7  # loop points the overflow check may execute
+# ops whose constant weights come from coordinates (``_slack``)
+COORDINATE_TARGETS = ("upsample", "grid_sampler", "affine_grid", "interpolate")
 
 
 def _arrays(p: Program, op: Op, golden: dict[str, Any]) -> dict[str, np.ndarray] | None:
@@ -36,8 +52,9 @@ def _arrays(p: Program, op: Op, golden: dict[str, Any]) -> dict[str, np.ndarray]
 
 
 def check_op(p: Program, op: Op, golden: dict[str, Any], rng: np.random.Generator,
-             samples: int) -> OpCheck:
-    """Run ``op``'s IR on its golden inputs and compare with its golden outputs."""
+             samples: int, narrow: bool = False) -> OpCheck:
+    """Run ``op``'s IR on its golden inputs and compare with its golden outputs (``narrow``:
+    the framework may round each step of an elementwise op to its dtype, ``unit_roundoff``)."""
     if op.kind == "alloc":
         return OpCheck(op.id, op.line, "verified", "allocation")
     arrays = _arrays(p, op, golden)
@@ -45,7 +62,60 @@ def check_op(p: Program, op: Op, golden: dict[str, Any], rng: np.random.Generato
         return OpCheck(op.id, op.line, "unverified", "golden values missing for this op")
     if op.kind in ("view", "gather"):
         return _check_call(p, op, golden, arrays, rng, samples)
-    return _check_kernels(p, op, golden, arrays, rng, samples)
+    unit = unit_roundoff(p, op, narrow)
+    num = (unit, unit_range(unit), _slack(p, op))
+    res = _check_kernels(p, op, golden, arrays, rng, samples, num)
+    return (_overflow(p, op, golden, num) or res) if res.status == "verified" else res
+
+
+def _slack(p: Program, op: Op) -> float:
+    """Error of an interpolation's constant weights, in units of the roundoff: the framework
+    computes them per position from coordinates in float32 (``(i + 0.5)·scale - 0.5``), an
+    error of a few roundoffs of the largest coordinate, where the IR keeps one weight for every
+    position of a period (docs/sol-model.md, Verification)."""
+    if not any(s in op.target for s in COORDINATE_TARGETS):
+        return 0.0
+    return 2.0 * max([max(p.tensors[t].shape, default=1) for t in op.inputs if t in p.tensors] + [1])
+
+
+def _overflow(p: Program, op: Op, golden: dict[str, Any], num: tuple) -> OpCheck | None:
+    """A mismatch when, with the op's one float input scaled to OVERFLOW_SCALE at most, a
+    buffer inside the op outgrows its dtype's range while every output stays finite and in
+    range: the framework (softmax subtracting the row's max) computes that result, the IR
+    would overflow (docs/sol-model.md, Verification). Golden inputs are too small to show it."""
+    floats = [t for t in op.inputs if out_dtype(p, t) != "exact"]
+    temps = [t for t in dict.fromkeys(k.out.tensor for k in op.kernels) if t not in op.outputs]
+    if len(floats) != 1 or not temps or sum(k.points for k in op.kernels) > OVERFLOW_POINTS:
+        return None
+    x = as_float64(golden[floats[0]])
+    top = float(np.max(np.abs(x[np.isfinite(x)]), initial=0.0))
+    if top == 0.0:
+        return None
+    arrays = {t: as_float64(golden[t]) for t in op.inputs}
+    arrays[floats[0]] = x * (OVERFLOW_SCALE / top)
+    for t in set(k.out.tensor for k in op.kernels) | set(op.outputs):
+        arrays.setdefault(t, np.zeros(p.tensors[t].shape, dtype=np.float64))
+    try:
+        with np.errstate(all="ignore"):
+            for k in op.kernels:
+                execute.run_kernel_err(k, arrays, {}, *num)
+    except Exception:  # the check itself found nothing to say
+        return None
+    for t in op.outputs:
+        top_out = MAX_FINITE.get(out_dtype(p, t), np.inf)
+        if not np.all(np.isfinite(arrays[t])) or np.max(np.abs(arrays[t]), initial=0.0) > top_out:
+            return None  # the result itself is out of range: the framework overflows too
+    for t in temps:
+        lim = MAX_FINITE.get(p.tensors[t].dtype, num[1])
+        over = np.abs(arrays[t]) > lim
+        if over.any():
+            idx = [int(i) for i in np.argwhere(over)[0]] if over.ndim else []
+            v = float(arrays[t][tuple(idx)])
+            return OpCheck(op.id, op.line, "mismatch",
+                           f"with {floats[0]} scaled to |x| <= {OVERFLOW_SCALE:g}, {t}{idx} = {v:.3g} "
+                           f"overflows {p.tensors[t].dtype} while every output is finite: the IR "
+                           f"overflows where the exact result does not")
+    return None
 
 
 def _check_call(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str, np.ndarray],
@@ -78,9 +148,10 @@ def _check_call(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str, np
 
 
 def _check_kernels(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str, np.ndarray],
-                   rng: np.random.Generator, samples: int) -> OpCheck:
-    """A compute op: every kernel but the last runs in full; the last at sampled points when
-    each point's value is final, else in full."""
+                   rng: np.random.Generator, samples: int, num: tuple) -> OpCheck:
+    """A compute op: every output element must be written; every kernel but the last runs in
+    full; the last in full too when cheap, else at sampled points when each point's value is
+    final. Each value is judged within its own rounding-error bound (``core.bound``)."""
     for t in set(k.out.tensor for k in op.kernels) | set(op.outputs):
         if t not in arrays:
             arrays[t] = np.zeros(p.tensors[t].shape, dtype=np.float64)
@@ -89,17 +160,21 @@ def _check_kernels(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str,
     if cost > FULL_RUN_LIMIT:
         return OpCheck(op.id, op.line, "unverified",
                        f"executing {cost:.2g} loop points on the CPU is over the verification limit")
-    tol_dt = tol_dtype(p, op)
+    unwritten = _unwritten(p, op, golden)
+    if unwritten is not None:
+        return unwritten
+    unit = num[0]
+    errors: dict[str, np.ndarray] = {}
     try:
         for k in prefix:
-            execute.run_kernel(k, arrays)
+            execute.run_kernel_err(k, arrays, errors, *num)
+            _round_temp(p, op, k.out.tensor, arrays, errors, unit)
         worst = None
         for t in op.outputs:
             if t != last.out.tensor:
-                worst = keep_worst(worst, compare_full(t, arrays[t], as_float64(golden[t]), tol_dt, rng,
-                                                       samples))
+                worst = keep_worst(worst, _compare_whole(p, t, arrays, errors, golden, unit))
         if last.out.tensor in op.outputs:
-            res = _check_last(op, last, golden, arrays, tol_dt, rng, samples)
+            res = _check_last(p, op, last, golden, arrays, errors, num, rng, samples)
             if isinstance(res, OpCheck):
                 return res
             worst = keep_worst(worst, res)
@@ -109,27 +184,92 @@ def _check_kernels(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str,
         return OpCheck(op.id, op.line, "unverified", f"executing the IR failed: {type(exc).__name__}: {exc}")
     if worst is not None and worst["bad"]:
         return mismatch(op, worst)
-    return OpCheck(op.id, op.line, "verified")
+    return OpCheck(op.id, op.line, "verified", ratio=worst["ratio"] if worst else None)
 
 
-def _check_last(op: Op, last: Kernel, golden: dict[str, Any], arrays: dict[str, np.ndarray],
-                tol_dt: str, rng: np.random.Generator, samples: int) -> dict | OpCheck:
-    """The comparison of the last kernel's output, or ``unverified`` when it is too large."""
-    # a plain copy adds no rounding of its own: run it in full and judge the copied
-    # values like the op's other outputs (tensor-wide scale), not per point
-    copy = last.op == "=" and isinstance(last.expr, Load)
-    if _injective(last) and not copy:
-        pts = execute.random_points(last, samples, rng)
-        vals, mags = execute.sample_kernel(last, arrays, pts)
+def _round_temp(p: Program, op: Op, t: str, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray],
+                unit: float) -> None:
+    """An op-internal buffer declared narrower than the accumulator is rounded to its dtype
+    (the probabilities of fp16 attention before P·V): one more rounding in its error bound."""
+    u = UNIT.get(p.tensors[t].dtype, 0.0) if t in p.tensors else 0.0
+    if t not in op.outputs and u > unit:
+        errors[t] = errors[t] + (u / unit) * np.abs(arrays[t])
+
+
+def _compare_whole(p: Program, t: str, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray],
+                   golden: dict[str, Any], unit: float) -> dict:
+    got, ref = arrays[t], as_float64(golden[t])
+    if got.shape != ref.shape:
+        return {"tensor": t, "index": [], "expected": float("nan"), "got": float("nan"), "bad": True,
+                "ratio": float("inf"), "detail": f"shape {got.shape} vs {ref.shape}"}
+    err = errors.get(t, np.zeros(got.shape))
+    return compare_bounded(t, tuple(got.shape), got, ref, err, out_dtype(p, t), unit)
+
+
+def _check_last(p: Program, op: Op, last: Kernel, golden: dict[str, Any], arrays: dict[str, np.ndarray],
+                errors: dict[str, np.ndarray], num: tuple, rng: np.random.Generator,
+                samples: int) -> dict | OpCheck:
+    """The comparison of the last kernel's output (in full when cheap or when its points are
+    not final), or ``unverified`` when it is too large."""
+    t = last.out.tensor
+    if _injective(last) and last.points > FULL_CHECK:
+        ref = as_float64(golden[t])
+        pts = sample_points(last, ref.shape, samples, rng)
+        vals, _, errs = execute.sample_kernel_err(last, arrays, errors, pts, *num)
         pos = execute.out_positions(last, pts)
-        ref = as_float64(golden[last.out.tensor])
-        return compare_points(last.out.tensor, pos, vals, mags, ref, tol_dt, reduction_length(last))
+        return compare_bounded(t, pos, vals, ref[tuple(pos.T)], errs, out_dtype(p, t), num[0])
     if last.points > FULL_RUN_LIMIT:
         return OpCheck(op.id, op.line, "unverified",
                        f"scatter-form kernel of {last.points:.2g} points is over the limit")
-    execute.run_kernel(last, arrays)
-    return compare_full(last.out.tensor, arrays[last.out.tensor], as_float64(golden[last.out.tensor]),
-                        tol_dt, rng, samples, reduction=reduction_length(last))
+    execute.run_kernel_err(last, arrays, errors, *num)
+    return _compare_whole(p, t, arrays, errors, golden, num[0])
+
+
+def sample_points(k: Kernel, shape: tuple[int, ...], samples: int, rng: np.random.Generator) -> np.ndarray:
+    """Where to check a kernel too large to run in full: the first and last two indices of
+    every output dimension (and the corners), and at random max(samples, sqrt(outputs))
+    points, fewer when each costs a long reduction (SAMPLE_BUDGET loop points in all)."""
+    outs = max(1, math.prod(k.extents[v] for v in k.out_vars))
+    per_point = max(1, k.points // outs)
+    n = max(samples, min(math.isqrt(outs) + 1, int(SAMPLE_BUDGET // per_point)))
+    pts = np.concatenate([execute.edge_points(k, tuple(shape), rng), execute.random_points(k, n, rng)])
+    return np.unique(pts, axis=0) if len(pts) else pts
+
+
+def _unwritten(p: Program, op: Op, golden: dict[str, Any]) -> OpCheck | None:
+    """A mismatch naming the first output element no kernel of ``op`` writes (exact: from
+    the out index maps, loop ranges and guards), or None when every element is written."""
+    for t in op.outputs:
+        ks = [k for k in op.kernels if k.out.tensor == t]
+        shape = p.tensors[t].shape
+        if not ks or any(_covers(k, shape) for k in ks):
+            continue
+        if sum(math.prod(k.extents[v] for v in k.out_vars) for k in ks) > COVER_LIMIT:
+            continue  # too large to mark; the sampled points include every dimension's edges
+        mask = np.zeros(shape, dtype=bool)
+        for k in ks:
+            execute.mark_written(k, mask)
+        if mask.all():
+            continue
+        missing = int(mask.size - np.count_nonzero(mask))
+        idx = [int(i) for i in np.argwhere(~mask)[0]] if mask.ndim else []
+        ref = as_float64(golden[t])
+        w = {"tensor": t, "index": idx, "expected": float(ref[tuple(idx)]), "got": float("nan")}
+        return OpCheck(op.id, op.line, "mismatch",
+                       f"{t}{idx}: never written ({missing} of {mask.size} elements of {t} are not)", w)
+    return None
+
+
+def _covers(k: Kernel, shape: tuple[int, ...]) -> bool:
+    """``k`` alone writes every element of an output of ``shape``: its out index is
+    one-to-one, unguarded, inside the tensor, and has as many points as the tensor."""
+    ov = set(k.out_vars)
+    if any(g.expr.vars() <= ov for g in k.guards) or not _injective(k):
+        return False
+    ext = k.extents
+    if math.prod(ext[v] for v in ov) != math.prod(shape):
+        return False
+    return all(0 <= a.bounds(ext)[0] and a.bounds(ext)[1] < n for a, n in zip(k.out.index, shape))
 
 
 def _injective(k: Kernel) -> bool:

@@ -1,0 +1,122 @@
+"""torch's own count of tensor FLOPs, per exported-graph node, taken during the golden run
+(``torch.utils.flop_counter.FlopCounterMode``), and the parameters the golden run draws at
+random so that an identity default cannot hide a dropped operand (docs/sol-model.md,
+"Verification").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch.utils import flop_counter
+
+from solar_lsp.verify.counts import FrameworkFlops
+
+NAME = "FlopCounterMode"
+
+# Ops whose matrix work FlopCounterMode does not see on the CPU: oneDNN's LSTM (without a
+# projection, the CPU runs one fused mkldnn kernel) and the int8 matmul.
+UNCOUNTED_ON_CPU: dict[str, str] = {
+    "aten.lstm.input": "the CPU runs LSTM as one oneDNN kernel that FlopCounterMode does not count",
+    "aten.lstm.data": "the CPU runs LSTM as one oneDNN kernel that FlopCounterMode does not count",
+    "aten._int_mm.default": "FlopCounterMode has no formula for torch._int_mm",
+}
+SDPA = "aten.scaled_dot_product_attention.default"
+
+
+class NodeFlops:
+    """FlopCounterMode around the whole replay; each node's share is the difference of the
+    running total before and after it."""
+
+    def __init__(self) -> None:
+        self.mode = flop_counter.FlopCounterMode(display=False)
+        self.by_node: dict[str, int] = {}
+        self.targets: dict[str, str] = {}
+        self.sdpa: dict[str, int] = {}
+
+    def before(self) -> int:
+        return self.mode.get_total_flops()
+
+    def after(self, node: Any, start: int, args: tuple) -> None:
+        """Record the FLOPs ``node`` added (and, for attention on the CPU, the formula's)."""
+        self.by_node[node.name] = self.mode.get_total_flops() - start
+        self.targets[node.name] = str(node.target)
+        if str(node.target) == SDPA and self.by_node[node.name] == 0:
+            n = _sdpa_formula(args)
+            if n is not None:
+                self.sdpa[node.name] = n
+
+    def framework(self, op_ids: set[str]) -> FrameworkFlops:
+        """The counts per IR op (an op's id is its node's name)."""
+        fw = FrameworkFlops(NAME)
+        for node, n in self.by_node.items():
+            if node not in op_ids:
+                continue
+            target = self.targets[node]
+            if node in self.sdpa:
+                fw.by_op[node] = self.sdpa[node]
+                fw.notes = ["attention on the CPU runs a kernel FlopCounterMode does not count: "
+                            "compared with its formula for the GPU kernels (sdpa_flop_count)"]
+            elif n == 0 and target in UNCOUNTED_ON_CPU:
+                fw.uncounted[node] = UNCOUNTED_ON_CPU[target]
+            else:
+                fw.by_op[node] = n
+        return fw
+
+
+def _sdpa_formula(args: tuple) -> int | None:
+    """FlopCounterMode's formula for the fused attention kernels (QK^T and PV) on q, k, v."""
+    shapes = []
+    for t in args[:3]:
+        if not isinstance(t, torch.Tensor) or t.dim() < 2:
+            return None
+        s = tuple(t.shape)
+        lead = math.prod(s[:-3]) if len(s) > 3 else 1
+        shapes.append((lead, s[-3] if len(s) >= 3 else 1, s[-2], s[-1]))
+    try:
+        return int(flop_counter.sdpa_flop_count(*shapes))
+    except (AssertionError, ValueError):
+        return None
+
+
+# ------------------------------------------------------------------ parameters at random
+
+
+def randomize_parameters(model: torch.nn.Module, seed: int) -> int:
+    """Redraw every float parameter and buffer whose elements are all equal (LayerNorm's
+    ones and zeros, BatchNorm's running statistics, zero biases), so that a lowering which
+    drops a weight, a bias, a running statistic or an epsilon changes the values.
+
+    Variances (``running_var`` and anything named ``*var*``) are drawn log-uniform in
+    [1e-3, 2], so an epsilon of 1e-5 moves the result by up to 0.5%; scales near 1 in
+    [0.5, 1.5]; zeros from N(0, 0.5). Returns how many tensors were redrawn."""
+    g = torch.Generator().manual_seed(seed + 7919)
+    n = 0
+    with torch.no_grad():
+        named = list(model.named_parameters()) + list(model.named_buffers())
+        for name, t in named:
+            if not _constant_float(t):
+                continue
+            leaf = name.rsplit(".", 1)[-1]
+            u = torch.rand(t.shape, generator=g, dtype=torch.float64)
+            if "var" in leaf:
+                new = torch.exp(math.log(1e-3) + u * (math.log(2.0) - math.log(1e-3)))
+            elif float(t.flatten()[0]) == 0.0:
+                new = torch.randn(t.shape, generator=g, dtype=torch.float64) * 0.5
+            else:
+                new = float(t.flatten()[0]) * (0.5 + u)
+            t.copy_(new.to(t.dtype))
+            n += 1
+    return n
+
+
+_DRAWN = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # not fp8: no arithmetic
+
+
+def _constant_float(t: torch.Tensor) -> bool:
+    if t.dtype not in _DRAWN or t.numel() < 2 or t.device.type == "meta":
+        return False
+    first = t.flatten()[0]
+    return bool(torch.isfinite(first)) and bool(torch.all(t == first))

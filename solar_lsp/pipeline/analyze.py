@@ -140,10 +140,9 @@ def analyze_entry(er: EntryReport, module, entry: Entry, path: str, chips: list[
     if lowered.unsupported:  # the LLM agent may fill these in (opt-in; docs/llm.md)
         _nodes_by_agent(er, traced, lowered, module, config)
 
-    def verify() -> tuple[dict, float]:
-        from solar_lsp.verify.check_torch import verify as run  # imports numba
-        v = run(traced, lowered, module, config.budget_bytes)
-        return v.to_json(), v.seconds
+    def verify() -> tuple[dict, float]:  # at a reduced size when the full one is too large
+        from solar_lsp.pipeline.reduced_verify import verify_torch
+        return verify_torch(module, entry, path, traced, lowered, config)
 
     aten = sum(1 for n in traced.exported.graph.nodes if n.op == "call_function")
     bound_and_verify(er, lowered.program, chips, config, config.policy, {"aten_nodes": aten}, verify)

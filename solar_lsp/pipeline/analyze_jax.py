@@ -47,9 +47,9 @@ def analyze_jax_entry(er: EntryReport, module: types.ModuleType, entry: Entry, p
     er.notes = list(lowered.notes)
     er.timings["lower_s"] = time.perf_counter() - t
 
-    def verify() -> tuple[dict, float]:
-        from solar_lsp.verify.check_jax import verify as run  # imports numba
-        v = run(traced, lowered, config.budget_bytes)
-        return v.to_json(), v.seconds
+    def verify() -> tuple[dict, float]:  # at a reduced size when the full one is too large
+        from solar_lsp.pipeline.reduced_verify import verify_jax
+        return verify_jax(module, entry, path, traced, lowered, config, lambda t: lower(
+            t, score=lambda p, ops: unfused_seconds(p, ops, chips[0], policy)))
 
     bound_and_verify(er, lowered.program, chips, config, policy, {"jaxpr_eqns": lowered.eqns}, verify)

@@ -1,0 +1,202 @@
+"""Verification of every entry, at its full size when that fits the budget, otherwise of the
+same lowering at reduced sizes (``verify/reduced.py`` chooses them): the entry is re-traced
+through its own frontend with smaller pragma symbols, or with a KernelBench-style file's size
+constants shrunk (the file re-executed as a separate module), and the reduced program goes
+through the same verifier. The bounds always come from the full size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import os
+import re
+import sys
+import time
+import types
+from collections.abc import Callable
+from typing import Any
+
+from solar_lsp.frontend.errors import EntryError
+from solar_lsp.ir.core import Program
+from solar_lsp.pipeline.config import Config
+from solar_lsp.source.discover import DiscoveryError, Entry, discover
+from solar_lsp.source.reading import SourceError, read_source
+from solar_lsp.verify import reduced
+from solar_lsp.verify.core import Verification
+
+# (module, entry) -> (program, traced, lowered): one frontend's trace and lowering
+Retrace = Callable[[types.ModuleType, Entry], tuple[Program, Any, Any]]
+# (traced, lowered, module) -> the verifier's verdict
+Check = Callable[[Any, Any, types.ModuleType], Verification]
+
+_COUNTER = itertools.count(1)
+
+
+def verify_torch(module: types.ModuleType, entry: Entry, path: str, traced: Any, lowered: Any,
+                 config: Config) -> tuple[dict, float]:
+    """A torch entry's verification JSON and seconds, at a reduced size when the full one is
+    over the budget or the loop-point limits."""
+    from solar_lsp.frontend.torch.lower import lower
+    from solar_lsp.frontend.torch.trace import trace
+    from solar_lsp.verify.check_torch import verify as run  # imports numba
+
+    def retrace(mod: types.ModuleType, ent: Entry) -> tuple[Program, Any, Any]:
+        t = trace(mod, ent, path)
+        lo = lower(t)
+        if len(lo.unsupported) != len(lowered.unsupported):
+            raise EntryError("lower", "the ops without a lowering differ")
+        return lo.program, t, lo
+
+    def check(t: Any, lo: Any, mod: types.ModuleType) -> Verification:
+        return run(t, lo, mod, config.budget_bytes)
+
+    limits = reduced.Limits.of_budget(config.budget_bytes)
+    return verify_entry(module, entry, path, (traced, lowered), config, limits, retrace, check)
+
+
+def verify_jax(module: types.ModuleType, entry: Entry, path: str, traced: Any, lowered: Any,
+               config: Config, relower: Callable[[Any], Any]) -> tuple[dict, float]:
+    """A JAX entry's verification JSON and seconds (``relower`` lowers a re-traced entry as
+    the full one was), at a reduced size when the full one is over a limit."""
+    from solar_lsp.frontend.jax.trace import trace
+    from solar_lsp.verify.check_jax import REPLAY_POINTS
+    from solar_lsp.verify.check_jax import verify as run  # imports numba
+
+    def retrace(mod: types.ModuleType, ent: Entry) -> tuple[Program, Any, Any]:
+        t = trace(mod, ent, path)
+        lo = relower(t)
+        if len(lo.unsupported) != len(lowered.unsupported):
+            raise EntryError("lower", "the equations without a lowering differ")
+        return lo.program, t, lo
+
+    def check(t: Any, lo: Any, mod: types.ModuleType) -> Verification:
+        return run(t, lo, config.budget_bytes)
+
+    limits = reduced.Limits.of_budget(config.budget_bytes, REPLAY_POINTS)
+    return verify_entry(module, entry, path, (traced, lowered), config, limits, retrace, check)
+
+
+def verify_entry(module: types.ModuleType, entry: Entry, path: str, full: tuple[Any, Any],
+                 config: Config, limits: reduced.Limits, retrace: Retrace, check: Check
+                 ) -> tuple[dict, float]:
+    """Full size when it fits ``limits``; otherwise the first reduced size that does."""
+    t0 = time.perf_counter()
+    traced, lowered = full
+    program = lowered.program
+    why = reduced.too_large(program, limits)
+    if why is None:
+        v = check(traced, lowered, module)
+        why = reduced.hit_limit(v)
+        if why is None:
+            return v.to_json(), v.seconds
+        fallback = v.to_json()
+    else:
+        fallback = Verification("unverified", why).to_json()
+    modules: list[str] = []
+    try:
+        found = _search(module, entry, path, program, config, limits, retrace, modules)
+        if isinstance(found, str):
+            fallback["detail"] += f"; not verified at a reduced size either: {found}"
+            return fallback, time.perf_counter() - t0
+        t, lo, mod = found.payload
+        v = check(t, lo, mod)
+        inputs = [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in t.input_specs]
+        return reduced.annotate(v.to_json(), found, inputs, why), time.perf_counter() - t0
+    except Exception as exc:  # a bug of ours costs the reduced run only, never the bounds
+        fallback["detail"] += (f"; verifying at a reduced size failed ({type(exc).__name__}: {exc}); "
+                               "please report it")
+        return fallback, time.perf_counter() - t0
+    finally:
+        for name in modules:
+            sys.modules.pop(name, None)
+
+
+def _search(module: types.ModuleType, entry: Entry, path: str, program: Program, config: Config,
+            limits: reduced.Limits, retrace: Retrace, modules: list[str]) -> reduced.Found | str:
+    """Search the reduced sizes of a pragma entry (its symbols) or a ``get_inputs()`` file
+    (its module-level size constants)."""
+    dims = reduced.dims_of(program)
+
+    def attempt(mod: types.ModuleType, ent: Entry) -> tuple[Program, Any] | str:
+        try:
+            p, t, lo = retrace(mod, ent)
+        except EntryError as exc:
+            return str(exc)
+        except Exception as exc:  # user code failing at the smaller size
+            return f"{type(exc).__name__}: {exc}"
+        return p, (t, lo, mod)
+
+    if entry.kind == "model":
+        try:
+            source = read_source(path)
+            sites = reduced.module_sites(reduced.rewrite_module(source, path, {}))
+        except (SourceError, SyntaxError, ValueError) as exc:
+            return f"cannot read the file again: {exc}"
+
+        def variant(f: int, floor: int, anon: bool) -> tuple[Any, dict[str, int]] | None:
+            return reduced.shrink_module(sites, dims, f, floor, anon)
+
+        def module_retrace(values: dict) -> tuple[Program, Any] | str:
+            try:
+                mod = _load_variant(path, reduced.rewrite_module(source, path, values), modules)
+            except Exception as exc:  # the file's own code, run with smaller sizes
+                return f"re-running the file failed: {type(exc).__name__}: {exc}"
+            return attempt(mod, entry)
+        anonymous = any(not s.name for s in sites)
+        return reduced.search(program, limits, variant, module_retrace, anonymous)
+    if not entry.pragma:
+        return "the entry has no shape pragma whose sizes could shrink"
+
+    def pragma_variant(f: int, floor: int, anon: bool) -> tuple[Any, dict[str, int]] | None:
+        return _pragma_variant(entry, config, dims, f, floor, anon)
+
+    def pragma_retrace(spec: tuple[str, dict]) -> tuple[Program, Any] | str:
+        try:
+            ent = _rediscover(path, entry, config, *spec)
+        except (DiscoveryError, SourceError) as exc:
+            return f"the reduced pragma does not parse: {exc}"
+        return attempt(module, ent)
+    # first with the integers of init=(...) shrunk like the shapes, then with them kept
+    return reduced.search(program, limits, pragma_variant, pragma_retrace,
+                          anonymous=bool(re.search(r"(^|,)\s*init\s*=", entry.pragma)))
+
+
+def _pragma_variant(entry: Entry, config: Config, dims: set[int], f: int, floor: int, init: bool
+                    ) -> tuple[tuple[str, dict], dict[str, int]] | None:
+    """The shrunk pragma text and config dims, and the symbols that changed."""
+    text = entry.pragma or ""
+    used = {k: v for k, v in config.dims.items() if re.search(rf"\b{re.escape(k)}\b", text)
+            and not re.search(rf"(^|,)\s*{re.escape(k)}\s*=", text)}  # the pragma's own wins
+    new_dims = reduced.shrink_dims(used, dims, f, floor)
+    named = {k: v for k, v in new_dims.items() if v != used[k]}
+    got = reduced.shrink_pragma(text, dims, f, floor, init)
+    if got is None and not named:
+        return None
+    new_text, own = got if got is not None else (text, {})
+    return (new_text, {**config.dims, **new_dims}), {**named, **own}
+
+
+def _rediscover(path: str, entry: Entry, config: Config, text: str, dims: dict) -> Entry:
+    """The entry discovered again from a reduced pragma (given as a config entry, which takes
+    the place of the comment)."""
+    entries = discover(read_source(path), path, {"dims": dims, "entries": {**config.entries,
+                                                                          entry.name: text}})
+    for e in entries:
+        if e.name == entry.name:
+            return e
+    raise DiscoveryError(f"{entry.name} is no longer an entry")
+
+
+def _load_variant(path: str, tree: Any, modules: list[str]) -> types.ModuleType:
+    """Execute a rewritten copy of the user's file as a separate module. Its code keeps the
+    file's name and lines, so ops map to the same source lines."""
+    name = f"solar_reduced_{next(_COUNTER)}"
+    module = types.ModuleType(name)
+    module.__file__ = os.path.realpath(path)
+    sys.modules[name] = module
+    modules.append(name)
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(tree, os.path.realpath(path), "exec"), module.__dict__)  # noqa: S102
+    return module

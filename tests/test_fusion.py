@@ -177,6 +177,7 @@ def test_reverse_cumsum_is_one_kernel_and_still_verifies(tmp_path):
     assert e.verification["status"] == "verified", e.verification
     [f] = e.fusion
     assert f["ops"] == ["flip", "cumsum", "flip_1"]
+    assert f["pattern"] == "scan (flip+cumsum)"
     assert f["lines"] == [line_of(path, "torch.cumsum(x.flip(1), 1).flip(1)")]
     n = 64 * 256 * F32
     assert f["bytes_unfused"] == 3 * 2 * n  # each op reads and writes one tensor

@@ -142,13 +142,14 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
     cands: list[list[SegCand]] = []
     first_reader = _first_readers(p)
     loops = _LoopFacts.of(p)
+    dead = _dead(fg)
     for g in fg.groups:
         lst = []
         for seg in candidate_segments(fg, g):
             ops = [fg.ops[o] for o in seg]
             need = fg.needed_outside(set(seg))
             crossing = tuple(_credited(fg, seg, first_reader, need))
-            m = build_model(p, fg.vm, ops, fg.free_tensors, need)
+            m = build_model(p, fg.vm, ops, fg.free_tensors, need, dead)
             rep = getattr(ops[0], "repeat", 1)  # a loop body's kernel runs once per iteration
             if m is None:
                 if len(seg) > 1:
@@ -214,6 +215,17 @@ class _LoopFacts:
         return total
 
 
+def _dead(fg: FusionGraph) -> frozenset[str]:
+    """Tensors a kernel writes that the program does not return and no other op reads (its
+    own op may, as cummax's index recurrence reads its previous index; a loop body's op, run
+    again next trip, may not): cummax's indices when only its values are used. A compiler
+    drops them, so no kernel stores them."""
+    p = fg.p
+    return frozenset(b for op in p.ops if op.repeat == 1 for k in op.kernels
+                     for b in [p.base(k.out.tensor)]
+                     if b not in fg.output_sources and fg.readers.get(b, set()) <= {op.id})
+
+
 def _first_readers(p) -> dict[str, str]:
     """The first op, in program order, that reads each tensor name (a view by its own name, so
     two slices of one weight are two regions; a view op itself reads nothing)."""
@@ -267,74 +279,103 @@ def _feasible(plan: Plan, gi: int, capacity: float, credit: bool) -> list[tuple[
     return feas
 
 
-def solve(plan: Plan, capacity: float, credit: bool = True) -> Solution:
-    """The least-traffic cut and schedules of every group under ``capacity`` bytes. With
+def solve(plan: Plan, capacity: float, credit: bool = True, chip: Chip | None = None) -> Solution:
+    """The least-traffic cut and schedules of every group under ``capacity`` bytes; with
+    ``chip``, the cut of least time there instead (Σ per kernel of max(compute, DRAM bytes / β):
+    the least-traffic cut can take longer, and the bound is the least time of the space). With
     ``credit`` (the bound), tensors handed between kernels are credited up to the capacity;
     without it (the fusion suggestions), every kernel pays its own edges, so the cut found is
     the fusion that moves the least."""
     t0 = time.perf_counter()
     chosen: list[Chosen] = []
-    todo: list[tuple[int, list[tuple[int, Sched, int]], tuple]] = []
+    todo: list[tuple[int, list[tuple[int, Sched, int]], list[float], tuple]] = []
     for gi, group in enumerate(plan.groups):
         feas = _feasible(plan, gi, capacity, credit)
+        cost = _objective(plan, gi, feas, chip)
         if len(group) == 1:
-            si, s, d = min(feas, key=lambda x: x[2])
-            chosen.append(Chosen(gi, plan.cands[gi][si], s, d))
+            k = min(range(len(feas)), key=lambda i: (cost[i], feas[i][2]))
+            chosen.append(Chosen(gi, plan.cands[gi][feas[k][0]], feas[k][1], feas[k][2]))
             continue
         local = {o: i for i, o in enumerate(group)}
-        key = (len(group), tuple((tuple(local[o] for o in plan.cands[gi][si].ops), d, s.traffic)
-                                 for si, s, d in feas))
+        key = (len(group), chip is not None,
+               tuple((tuple(local[o] for o in plan.cands[gi][si].ops), d, s.traffic, c)
+                     for (si, s, d), c in zip(feas, cost)))
         hit = _SOLVED.get(key)
         if hit is not None:
             chosen += [Chosen(gi, plan.cands[gi][feas[k][0]], feas[k][1], feas[k][2]) for k in hit]
         else:
-            todo.append((gi, feas, key))
-    n_vars = 0
-    if todo:
-        prob = pulp.LpProblem("cache_aware", pulp.LpMinimize)
-        xs: dict[tuple[int, int], pulp.LpVariable] = {}
-        obj = []
-        for ti, (gi, feas, _) in enumerate(todo):
-            cover: dict[str, list] = {o: [] for o in plan.groups[gi]}
-            # ties in DRAM bytes (cuts whose tensors the cache hands over) go to the cut whose
-            # kernels move the least on their own, i.e. the real fusion: a weight that sums to
-            # under one byte over the group, so it never outweighs a byte of the bound
-            unit = 1.0 / (sum(s.traffic for _si, s, _d in feas) + 1)
-            for k, (si, s, d) in enumerate(feas):
-                x = pulp.LpVariable(f"x_{ti}_{k}", cat="Binary")
-                xs[(ti, k)] = x
-                obj.append((x, (d + s.traffic * unit) / 1e6))
-                for o in plan.cands[gi][si].ops:
-                    cover[o].append(x)
-            for o, lst in cover.items():
-                prob += pulp.lpSum(lst) == 1, f"cover_{ti}_{plan.fg.index[o]}"
-        prob += pulp.LpAffineExpression(obj)
-        n_vars = len(xs)
-        status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=ILP_TIME_LIMIT_S, gapRel=0))
-        if pulp.LpStatus[status] != "Optimal":
-            raise RuntimeError(f"cache-aware ILP: {pulp.LpStatus[status]}")
-        for ti, (gi, feas, key) in enumerate(todo):
-            pick = tuple(k for k in range(len(feas)) if (xs[(ti, k)].value() or 0) > 0.5)
-            if len(_SOLVED) > CACHE_LIMIT:
-                _SOLVED.clear()
-            _SOLVED[key] = pick
-            chosen += [Chosen(gi, plan.cands[gi][feas[k][0]], feas[k][1], feas[k][2]) for k in pick]
+            todo.append((gi, feas, cost, key))
+    n_vars = _solve_ilp(plan, todo, chosen, chip is not None)
     chosen.sort(key=lambda c: plan.fg.index[c.cand.ops[0]])
     return Solution(capacity, chosen, time.perf_counter() - t0, n_vars)
 
 
-def brute_force(plan: Plan, gi: int, capacity: float) -> int:
+def _objective(plan: Plan, gi: int, feas: list[tuple[int, Sched, int]], chip: Chip | None) -> list[float]:
+    """What each feasible segment costs the objective: its DRAM bytes, or with ``chip`` its
+    time there, max(compute, bytes / β)."""
+    if chip is None:
+        return [float(d) for _si, _s, d in feas]
+    out = []
+    for si, _s, d in feas:
+        comp = max(seg_work(plan, plan.cands[gi][si].ops).times(chip).values(), default=0.0)
+        out.append(max(comp, d / chip.dram_bytes_per_s))
+    return out
+
+
+def _solve_ilp(plan: Plan, todo: list, chosen: list[Chosen], by_time: bool) -> int:
+    """One ILP over every group not solved before: a binary per feasible segment, each op
+    covered once; appends the picks to ``chosen`` and returns the number of variables."""
+    if not todo:
+        return 0
+    prob = pulp.LpProblem("cache_aware", pulp.LpMinimize)
+    xs: dict[tuple[int, int], pulp.LpVariable] = {}
+    obj = []
+    for ti, (gi, feas, cost, _) in enumerate(todo):
+        cover: dict[str, list] = {o: [] for o in plan.groups[gi]}
+        # ties (cuts whose tensors the cache hands over) go to the cut whose kernels move the
+        # least on their own, i.e. the real fusion: a weight that sums to under one unit of
+        # the objective (a byte, or a nanosecond) over the group, so it never outweighs one
+        unit = 1.0 / (sum(s.traffic for _si, s, _d in feas) + 1)
+        scale = 1e9 if by_time else 1.0  # seconds -> ns
+        for k, ((si, s, _d), c) in enumerate(zip(feas, cost)):
+            x = pulp.LpVariable(f"x_{ti}_{k}", cat="Binary")
+            xs[(ti, k)] = x
+            obj.append((x, (c * scale + s.traffic * unit) / 1e6))
+            for o in plan.cands[gi][si].ops:
+                cover[o].append(x)
+        for o, lst in cover.items():
+            prob += pulp.lpSum(lst) == 1, f"cover_{ti}_{plan.fg.index[o]}"
+    prob += pulp.LpAffineExpression(obj)
+    status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=ILP_TIME_LIMIT_S, gapRel=0))
+    if pulp.LpStatus[status] != "Optimal":
+        raise RuntimeError(f"cache-aware ILP: {pulp.LpStatus[status]}")
+    for ti, (gi, feas, _cost, key) in enumerate(todo):
+        pick = tuple(k for k in range(len(feas)) if (xs[(ti, k)].value() or 0) > 0.5)
+        if len(_SOLVED) > CACHE_LIMIT:
+            _SOLVED.clear()
+        _SOLVED[key] = pick
+        chosen += [Chosen(gi, plan.cands[gi][feas[k][0]], feas[k][1], feas[k][2]) for k in pick]
+    return len(xs)
+
+
+def brute_force(plan: Plan, gi: int, capacity: float, chip: Chip | None = None) -> float:
     """Oracle for tests: the least traffic of group ``gi`` over every partition into candidate
-    segments and every schedule of the (unpruned) space."""
+    segments and every schedule of the (unpruned) space; with ``chip``, the least time there
+    (a segment's time grows with its traffic, so its least-traffic schedule is its fastest)."""
     group = plan.groups[gi]
-    best_of: dict[tuple[str, ...], int] = {}
+    best_of: dict[tuple[str, ...], float] = {}
     for c in plan.cands[gi]:
         scheds = [c.front[0]] if c.model is None else list(all_schedules(c.model))
         ok = [s.traffic for s in scheds if s.ws <= capacity]
         if not ok and len(c.ops) == 1 and scheds:  # the same fallback as SegCand.best
             ok = [min(scheds, key=lambda s: (s.ws, s.traffic)).traffic]
         if ok:
-            best_of[c.ops] = max(0, min(ok) - c.credit(capacity, c.trips[0] if c.trips else 1))
+            d = max(0, min(ok) - c.credit(capacity, c.trips[0] if c.trips else 1))
+            if chip is None:
+                best_of[c.ops] = d
+            else:
+                comp = max(seg_work(plan, c.ops).times(chip).values(), default=0.0)
+                best_of[c.ops] = max(comp, d / chip.dram_bytes_per_s)
 
     def rec(left: frozenset[str]) -> float:
         if not left:
@@ -346,7 +387,8 @@ def brute_force(plan: Plan, gi: int, capacity: float) -> int:
                 best = min(best, t + rec(left - set(seg)))
         return best
 
-    return int(rec(frozenset(group)))
+    best = rec(frozenset(group))
+    return int(best) if chip is None else best
 
 
 def capacity_of(chip: Chip, onchip: str | int | float = "l2") -> float:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+from solar_lsp.bounds.segmodel import fold_scans
 from solar_lsp.bounds.tiling import build_model
 from solar_lsp.bounds.viewmap import ViewMap
 from solar_lsp.ir.core import Call, Load, Op, Program, loads
@@ -317,6 +318,8 @@ def pattern(fg: FusionGraph, seg: tuple[str, ...]) -> str:
         return f"{names[i]} with {' and '.join(parts)}" if parts else names[i]
     if "reduction" in kinds:
         return "reductions over the same rows (" + "+".join(dict.fromkeys(names)) + ")"
+    if any(len(fold_scans(fg.ops[o].kernels, fg.p)) < len(fg.ops[o].kernels) for o in seg):
+        return "scan (" + "+".join(dict.fromkeys(names)) + ")"  # one pass along each line
     return "elementwise chain (" + "+".join(dict.fromkeys(names)) + ")"
 
 

@@ -4,13 +4,14 @@ access to a tensor it reads, writes or keeps on chip, by the dimensions that ind
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
 
 from solar_lsp.bounds.einsum_graph import tensor_bytes
 from solar_lsp.bounds.viewmap import ViewMap
-from solar_lsp.ir.core import Affine, Kernel, Op, Program, loads
+from solar_lsp.ir.core import Affine, Call, Const, Expr, Kernel, Load, Op, Program, loads
 from solar_lsp.source.pragma import dtype_size
 
 MAX_LADDER = 12  # tile sizes per dimension (powers of two and the full extent)
@@ -116,6 +117,12 @@ def _plain(a: Affine, ext: dict[str, int]) -> str | None:
     return t[0][0] if len(t) == 1 and t[0][1] == 1 and c == 0 else None
 
 
+def _mirror(a: Affine, ext: dict[str, int]) -> str | None:
+    """The loop ``v`` of a reversed position ``n − 1 − v`` (n the extent of v): ``flip``."""
+    t, c = _terms(a, ext)
+    return t[0][0] if len(t) == 1 and t[0][1] == -1 and c == ext[t[0][0]] - 1 else None
+
+
 
 @dataclass
 class _Segment:
@@ -126,19 +133,24 @@ class _Segment:
     ext: list[dict[str, int]]
     uf: _UF
     needed_outside: set[str]
+    dead: frozenset[str]
     # (reader, writer, base index) of every read of a tensor written earlier in the segment
     internal: list[tuple[int, int, tuple[Affine, ...]]] = field(default_factory=list)
     external: list[tuple[int, str, tuple[Affine, ...]]] = field(default_factory=list)
     writers: dict[str, list[int]] = field(default_factory=dict)
     mids: dict[str, set[int]] = field(default_factory=dict)
+    boxes: dict[str, list[tuple[tuple[int, int], ...]]] = field(default_factory=dict)  # per writer
+    pieces: set[str] = field(default_factory=set)  # tensors written piece by piece (cat)
 
 
 def build_model(p: Program, vm: ViewMap, ops: list[Op], free: set[str],
-                needed_outside: set[str]) -> SegModel | None:
+                needed_outside: set[str], dead: frozenset[str] = frozenset()) -> SegModel | None:
     """The segment model of ``ops`` (in program order), or None when they cannot share tiles:
     a view that is not affine between two of them, a halo or offset read of an intermediate,
-    a partial write, or a transposed reread of a tensor inside one tile."""
-    kernels = [k for op in ops for k in op.kernels]
+    a partial write, or a transposed reread of a tensor inside one tile. A scan's two kernels
+    are one loop nest (``fold_scans``); ``dead`` tensors (no op reads them, the program does
+    not return them) are computed but never stored."""
+    kernels = fold_scans([k for op in ops for k in op.kernels], p)
     if not kernels:
         return None
     ext = [dict(k.loops) for k in kernels]
@@ -147,11 +159,101 @@ def build_model(p: Program, vm: ViewMap, ops: list[Op], free: set[str],
         for v, n in e.items():
             if n > 1:
                 uf.add((ki, v))
-    seg = _Segment(p, kernels, ext, uf, needed_outside)
+    seg = _Segment(p, kernels, ext, uf, needed_outside, dead)
     if not _trace_tensors(seg, vm, free) or not _unify_internal(seg):
         return None
     _unify_external(seg)
     return _assemble(seg)
+
+
+def fold_scans(kernels: list[Kernel], p: Program) -> list[Kernel]:
+    """A scan as the one loop nest a scan kernel runs. The lowering's two kernels, the first
+    element of each line ``out[.., 0, ..] = x[.., 0, ..]`` and the recurrence
+    ``out[.., v+1, ..] = out[.., v, ..] ⊕ x[.., v+1, ..]`` over ``v < n − 1``, become
+    ``out[.., v, ..] = ⊕(x[.., v, ..])`` over the whole line: every element written once, x
+    read once. The carry (the previous element of each line, of this scan or of a scan it
+    runs beside, as cummax's indices read the running max) stays on chip, unpriced like a
+    streamed reduction's accumulator. Kernels that are not such a pair are kept as they are."""
+    out: list[Kernel] = []
+    scanned: set[str] = set()
+    i = 0
+    while i < len(kernels):
+        folded = None
+        if i + 1 < len(kernels):
+            folded = _fold_pair(kernels[i], kernels[i + 1], p, scanned)
+        if folded is None:
+            out.append(kernels[i])
+            i += 1
+            continue
+        out.append(folded)
+        scanned.add(folded.out.tensor)
+        i += 2
+    return out
+
+
+def _scan_position(k0: Kernel, k1: Kernel, p: Program) -> tuple[int, str] | None:
+    """(position, loop) of the scanned dim when ``k0`` writes the first element of every line
+    of a tensor and ``k1`` the rest, one step after the element it reads: None otherwise."""
+    t = k1.out.tensor
+    if (k0.out.tensor != t or k0.op != "=" or k1.op != "=" or k0.guards or k1.guards
+            or k0.init == "keep" or k1.init == "keep" or len(k0.out.index) != len(k1.out.index)):
+        return None
+    shape = p.tensors[t].shape
+    e1 = dict(k1.loops)
+    hit = [(d, a.terms[0][0]) for d, a in enumerate(k1.out.index)
+           if len(a.terms) == 1 and a.terms[0][1] == 1 and a.const == 1]
+    if len(hit) != 1:
+        return None
+    d, v = hit[0]
+    if e1.get(v) != shape[d] - 1 or k0.out.index[d] != Affine.of(0):
+        return None
+    if any(k0.out.index[j] != k1.out.index[j] for j in range(len(shape)) if j != d):
+        return None
+    if tuple(lp for lp in k1.loops if lp[0] != v) != tuple(k0.loops):
+        return None
+    return d, v
+
+
+def _fold_pair(k0: Kernel, k1: Kernel, p: Program, scanned: set[str]) -> Kernel | None:
+    """The one-kernel form of a scan's first-element and recurrence kernels, or None when they
+    are not such a pair (see ``fold_scans``)."""
+    hit = _scan_position(k0, k1, p)
+    if hit is None:
+        return None
+    d, v = hit
+    t = k1.out.tensor
+    cur = k1.out.index
+    prev = cur[:d] + (Affine.var(v),) + cur[d + 1:]
+    carries = scanned | {t}
+    if Load(t, prev) not in loads(k1.expr):
+        return None  # not a recurrence on its own previous element
+
+    def rewrite(e: Expr) -> Expr:
+        if isinstance(e, Load):
+            if e.tensor in carries and e.index == prev:
+                return Const(0.0)  # the carry: on chip
+            return Load(e.tensor, tuple(_shift(a, v) for a in e.index))
+        if isinstance(e, Call):
+            return Call(e.fn, tuple(rewrite(x) for x in e.args))
+        return e
+
+    expr = rewrite(k1.expr)
+    first = {(ld.tensor, tuple(_at_zero(a, v) for a in ld.index)) for ld in loads(expr)}
+    if any(ld.tensor in carries or (ld.tensor, ld.index) not in first for ld in loads(k0.expr)):
+        return None  # the first element reads something the recurrence does not
+    loops = tuple((w, n + 1 if w == v else n) for w, n in k1.loops)
+    return dataclasses.replace(k1, loops=loops, out=Load(t, prev), expr=expr)
+
+
+def _shift(a: Affine, v: str) -> Affine:
+    """``a`` with loop ``v`` replaced by ``v − 1`` (the recurrence's step v writes v + 1)."""
+    c = dict(a.terms).get(v, 0)
+    return a + (-c) if c else a
+
+
+def _at_zero(a: Affine, v: str) -> Affine:
+    """``a`` with loop ``v`` set to 0."""
+    return Affine(tuple((w, c) for w, c in a.terms if w != v), a.const)
 
 
 def _trace_tensors(seg: _Segment, vm: ViewMap, free: set[str]) -> bool:
@@ -173,22 +275,41 @@ def _trace_tensors(seg: _Segment, vm: ViewMap, free: set[str]) -> bool:
                 seg.mids.setdefault(b, set()).add(ki)
             else:
                 seg.external.append((ki, ld.tensor, ld.index))
-        if not _full_write(k, p):
+        box = _box(k, p)
+        if box is None:
             return False
+        if any(lo != 0 or hi != n for (lo, hi), n in zip(box, p.tensors[k.out.tensor].shape)):
+            if k.guards:
+                return False
+            seg.pieces.add(k.out.tensor)
         last_writer[k.out.tensor] = ki
         seg.writers.setdefault(k.out.tensor, []).append(ki)
-    return True
+        seg.boxes.setdefault(k.out.tensor, []).append(box)
+    return all(t not in seg.mids and _tiled_exactly(seg.boxes[t], p.tensors[t].shape)
+               for t in seg.pieces)
+
+
+def _tiled_exactly(boxes: list[tuple[tuple[int, int], ...]], shape: tuple[int, ...]) -> bool:
+    """Do the boxes (each inside the tensor) cover it, none overlapping another?"""
+    if sum(math.prod(hi - lo for lo, hi in b) for b in boxes) != math.prod(shape):
+        return False
+    return not any(all(la < hb and lb < ha for (la, ha), (lb, hb) in zip(a, b))
+                   for a, b in itertools.combinations(boxes, 2))
 
 
 def _unify_internal(seg: _Segment) -> bool:
-    """Identify each producer loop with the consumer loop that reads the same position; False
-    when an intermediate is read at a halo or offset, or two loops of one kernel would merge."""
+    """Identify each producer loop with the consumer loop that reads the same position, or the
+    same position reversed (a flip: the consumer walks that loop backwards, a permutation of
+    the same tiles); False when an intermediate is read at a halo or offset, both ways round in
+    one kernel (two tiles of it at once, like a transposed re-read), or when two loops of one
+    kernel would merge."""
     ext, uf = seg.ext, seg.uf
+    way: dict[tuple[int, int, int], bool] = {}  # (consumer, producer, position) -> reversed
     for kc, kp, bidx in seg.internal:
         pidx = seg.kernels[kp].out.index
         if len(pidx) != len(bidx):
             return False
-        for pe, ce in zip(pidx, bidx):
+        for pos, (pe, ce) in enumerate(zip(pidx, bidx)):
             pt, _ = _terms(pe, ext[kp])
             if not pt:
                 continue
@@ -197,8 +318,10 @@ def _unify_internal(seg: _Segment) -> bool:
                 return False
             ct, _ = _terms(ce, ext[kc])
             u = _plain(ce, ext[kc])
+            back = u is None and _mirror(ce, ext[kc]) is not None
+            u = u if u is not None else _mirror(ce, ext[kc])
             if u is not None and ext[kc][u] == ext[kp][v]:
-                if not uf.union((kp, v), (kc, u)):
+                if way.setdefault((kc, kp, pos), back) != back or not uf.union((kp, v), (kc, u)):
                     return False
             elif ct:
                 return False
@@ -209,9 +332,12 @@ def _unify_external(seg: _Segment) -> None:
     """Identify the loops of two kernels that read one outside tensor at positions of the same
     shape."""
     ext, uf = seg.ext, seg.uf
-    by_tensor: dict[str, list[tuple[int, tuple[Affine, ...]]]] = {}
+    by_tensor: dict[object, list[tuple[int, tuple[Affine, ...]]]] = {}
     for ki, t, idx in seg.external:
         by_tensor.setdefault(t, []).append((ki, idx))
+    for t in seg.pieces:  # the pieces of a cat line up where they are not concatenated
+        by_tensor.setdefault(("written", t), []).extend((ki, seg.kernels[ki].out.index)
+                                                        for ki in seg.writers[t])
     for uses in by_tensor.values():
         for (ka, ia), (kb, ib) in itertools.combinations(uses, 2):
             if ka == kb or len(ia) != len(ib):
@@ -235,22 +361,26 @@ def _matching_terms(a: Affine, ea: dict[str, int], b: Affine, eb: dict[str, int]
     return [(x[2], y[2]) for x, y in zip(ka, kb)]
 
 
-def _full_write(k, p: Program) -> bool:
-    """Does the kernel write every element of its output with plain loop variables?"""
+def _box(k: Kernel, p: Program) -> tuple[tuple[int, int], ...] | None:
+    """The box ``[lo, hi)`` per position that a kernel writes, each position a plain loop
+    shifted by a constant (a piece of a cat) or a constant: None for any other write."""
     shape = p.tensors[k.out.tensor].shape
     ext = dict(k.loops)
+    box: list[tuple[int, int]] = []
     seen = set()
     for a, n in zip(k.out.index, shape):
         t, c = _terms(a, ext)
         if not t:
-            if n != 1 or c != 0:
-                return False
+            if not 0 <= c < n:
+                return None
+            box.append((c, c + 1))
             continue
-        v = _plain(a, ext)
-        if v is None or ext[v] != n or v in seen:
-            return False
+        v = t[0][0]
+        if len(t) != 1 or t[0][1] != 1 or v in seen or c < 0 or c + ext[v] > n:
+            return None
         seen.add(v)
-    return True
+        box.append((c, c + ext[v]))
+    return tuple(box)
 
 
 
@@ -271,8 +401,8 @@ def _assemble(seg: _Segment) -> SegModel | None:
                     for pos in r["affine"])
         rd = [frozenset(dim_of[c] for c in kclasses[ki] if c in dim_of) for ki in r["readers"]]
         wd = frozenset(dim_of[c] for ki in r.get("writers", ()) for c in kclasses[ki] if c in dim_of)
-        accesses.append(Access(t, r["role"], tensor_bytes(p, t), el, plain, aff, rd, wd,
-                               r.get("out_too", False)))
+        accesses.append(Access(t, r["role"], r.get("nbytes", tensor_bytes(p, t)), el, plain, aff,
+                               rd, wd, r.get("out_too", False)))
     kdims = [frozenset(dim_of[c] for c in kc if c in dim_of) for kc in kclasses]
     return SegModel(dims, accesses, kdims, [order[c][2] for c in batch_cls])
 
@@ -326,6 +456,16 @@ def _raw_accesses(seg: _Segment, cls: dict) -> list[dict]:
             raw.append({"tensor": t, "role": "in", "plain": plain, "affine": aff, "readers": []})
         raw[seen[key]]["readers"].append(ki)
     for t, ws in seg.writers.items():
+        if t in seg.dead and t not in seg.mids and t not in seg.needed_outside:
+            continue  # read by nothing and not returned: never stored
+        if t in seg.pieces:  # each piece is written by its own kernel: one output each
+            el = dtype_size(p.tensors[t].dtype)
+            for ki, box in zip(ws, seg.boxes[t]):
+                plain = {cls[seg.uf.find((ki, v))] for a in kernels[ki].out.index
+                         for v, _ in _terms(a, seg.ext[ki])[0]}
+                raw.append({"tensor": t, "role": "out", "plain": plain, "affine": [], "readers": [],
+                            "writers": [ki], "nbytes": el * math.prod(hi - lo for lo, hi in box)})
+            continue
         plain, aff = _positions(seg, cls, ws[-1], kernels[ws[-1]].out.index, p.tensors[t].shape)
         role = "mid" if t in seg.mids else "out"
         raw.append({"tensor": t, "role": role, "plain": plain, "affine": aff,

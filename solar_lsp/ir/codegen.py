@@ -1,9 +1,14 @@
 """Code generation for IR kernels (docs/architecture.md §4): each kernel becomes the Python source of a
-numba module with a ``run`` function (the full loop nest) and a ``sample`` function (chosen
-output points, over the reduction loops only).
+numba module with a ``run`` function (the full loop nest), a ``run_err`` function (the same,
+keeping beside each output value a bound on the rounding error a framework makes computing it,
+and the magnitude it summed: ``EO``, ``MO``) and a ``sample`` function (chosen output points,
+over the reduction loops only, with their magnitudes and error bounds). The error bounds are a
+first-order running error analysis (docs/sol-model.md, Verification; templates in
+:mod:`solar_lsp.ir.scalar_src`); inputs computed by an earlier kernel carry theirs (``EA0`` ...).
 
 Loop extents, guard bounds, affine constants and float constants are *arguments* (``ext``,
-``ip``, ``cv``), so one compiled function serves every shape of the same structure.  Tensors
+``ip``, ``cv``; ``ep`` for the error analysis), so one compiled function serves every shape of
+the same structure.  Tensors
 are renamed positionally (``O`` for the output, ``A0``, ``A1`` ... for inputs) and loop
 variables become ``v0``, ``v1`` ... in loop order, so the source depends only on the kernel's
 structure.
@@ -29,6 +34,7 @@ from solar_lsp.ir.core import (
     Load,
     loads,
 )
+from solar_lsp.ir.scalar_src import ERR_SRC, EXACT, FUNC_SRC, is_arg_char
 
 _HEADER = "import math\nimport numpy as np\nimport numba\n"
 _JIT = '@numba.njit(cache=True, error_model="numpy")'
@@ -40,47 +46,14 @@ _CONSTS = (
     "_I64MIN = np.float64(-9223372036854775808.0)\n"
     "_I32MIN = np.float64(-2147483648.0)\n"
 )
+# e·|x| and n/d, with 0·inf and 0/0 taken as 0 (an exact value stays exact); one rounding
+# of r with underflow (|r| + tiny), or inf past the accumulator's range
+_HELPERS = (
+    f"\n{_JIT}\ndef _pm(e, x):\n    if e == 0.0:\n        return _ZERO\n    return e * np.abs(x)\n"
+    f"\n\n{_JIT}\ndef _q(n, d):\n    if n == 0.0:\n        return _ZERO\n    return n / d\n"
+    f"\n\n{_JIT}\ndef _rd(r, top, tiny):\n    if np.abs(r) <= top:\n        return np.abs(r) + tiny\n    return _INF\n"
+)
 _IDENT_SRC = {"+=": "_ZERO", "*=": "_ONE", "max=": "_NEGINF", "min=": "_INF"}
-
-# fn -> expression over argument names a, b, c (each a plain local name, may repeat).
-_FUNC_SRC: dict[str, str] = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b",
-    "neg": "-a", "abs": "np.abs(a)",
-    "max": "np.maximum(a, b)", "min": "np.minimum(a, b)",
-    "floor": "np.floor(a)", "ceil": "np.ceil(a)", "round": "np.rint(a)", "trunc": "np.trunc(a)",
-    "sign": "np.sign(a)", "fmod": "np.fmod(a, b)", "remainder": "np.remainder(a, b)",
-    "floordiv": "np.floor(a / b)",
-    "exp": "np.exp(a)", "exp2": "np.exp2(a)", "expm1": "np.expm1(a)",
-    "log": "np.log(a)", "log2": "np.log2(a)", "log1p": "np.log1p(a)",
-    "sqrt": "np.sqrt(a)", "rsqrt": "_ONE / np.sqrt(a)", "reciprocal": "_ONE / a",
-    "tanh": "np.tanh(a)", "erf": "np.float64(math.erf(a))",
-    "sigmoid": "_ONE / (_ONE + np.exp(-a))", "pow": "np.power(a, b)",
-    "sin": "np.sin(a)", "cos": "np.cos(a)", "tan": "np.tan(a)", "atan": "np.arctan(a)",
-    "asin": "np.arcsin(a)", "acos": "np.arccos(a)", "atan2": "np.arctan2(a, b)",
-    "sinh": "np.sinh(a)", "cosh": "np.cosh(a)", "asinh": "np.arcsinh(a)",
-    "acosh": "np.arccosh(a)", "atanh": "np.arctanh(a)",
-    "where": "(b if a != 0.0 else c)",
-    "eq": "(_ONE if a == b else _ZERO)", "ne": "(_ONE if a != b else _ZERO)",
-    "lt": "(_ONE if a < b else _ZERO)", "le": "(_ONE if a <= b else _ZERO)",
-    "gt": "(_ONE if a > b else _ZERO)", "ge": "(_ONE if a >= b else _ZERO)",
-    "and": "(_ONE if (a != 0.0 and b != 0.0) else _ZERO)",
-    "or": "(_ONE if (a != 0.0 or b != 0.0) else _ZERO)",
-    "not": "(_ONE if a == 0.0 else _ZERO)",
-    "xor": "(_ONE if ((a != 0.0) != (b != 0.0)) else _ZERO)",
-    # integer bit operations: the float64 operands hold integral values; compute in int64
-    "band": "np.float64(np.int64(a) & np.int64(b))", "bor": "np.float64(np.int64(a) | np.int64(b))",
-    "bxor": "np.float64(np.int64(a) ^ np.int64(b))", "bnot": "np.float64(~np.int64(a))",
-    "shl": "np.float64(np.int64(a) << np.int64(b))", "shr": "np.float64(np.int64(a) >> np.int64(b))",
-    "isnan": "(_ONE if np.isnan(a) else _ZERO)", "isinf": "(_ONE if np.isinf(a) else _ZERO)",
-    "cast_f64": "a", "cast_f32": "a", "cast_f16": "a", "cast_bf16": "a", "cast_f8": "a",
-    "cast_i64": "(np.trunc(a) if np.isfinite(a) else _I64MIN)",
-    "cast_i32": "(np.remainder(np.trunc(a) + 2147483648.0, 4294967296.0) - 2147483648.0"
-    " if np.isfinite(a) else _I32MIN)",
-    "cast_i8": "(np.remainder(np.trunc(a) + 128.0, 256.0) - 128.0 if np.isfinite(a) else _ZERO)",
-    "cast_u8": "(np.remainder(np.trunc(a), 256.0) if np.isfinite(a) else _ZERO)",
-    "cast_bool": "(_ONE if a != 0.0 else _ZERO)",
-}
-
 
 
 # ---------------------------------------------------------------- code generation
@@ -95,11 +68,12 @@ class KernelPlan:
     ext: tuple[int, ...]
     ip: tuple[int, ...]
     cv: tuple[float, ...]
+    flagged: tuple[str, ...] = ()  # inputs whose error bounds are passed (EA0, EA1, ...)
 
 
 @dataclass(frozen=True)
 class _Pieces:
-    """What ``run`` and ``sample`` share (their parameters are numbered once)."""
+    """What the generated functions share (their parameters are numbered once)."""
 
     op: str
     guards: list[tuple[list[int], str, Guard]]  # (loop positions of its vars, condition, guard)
@@ -107,26 +81,47 @@ class _Pieces:
     out_ref: str
     body_lines: list[str]
     val: str
+    ebody_lines: list[str]  # the body again, with each value's error bound beside it
+    eval_: str
+    eerr: str
     prelude: list[str]
 
-    def combine(self, acc: str) -> str:
-        op, val = self.op, self.val
+    def load_acc(self, err: bool) -> list[str]:
+        """Read the output point into the accumulator (and its error and magnitude)."""
+        extra = [f"eacc = E{self.out_ref}", f"mag = M{self.out_ref}"] if err else []
+        return [f"acc = {self.out_ref}", *extra]
+
+    def store_acc(self, err: bool) -> list[str]:
+        extra = [f"E{self.out_ref} = eacc", f"M{self.out_ref} = mag"] if err else []
+        return [f"{self.out_ref} = acc", *extra]
+
+    def step(self, err: bool) -> list[tuple[int, str]]:
+        """(extra indent, line) combining one term into ``acc`` (and with ``err``, its error
+        into ``eacc`` and its magnitude into ``mag``)."""
+        op = self.op
+        v, ev = (self.eval_, self.eerr) if err else (self.val, "")
         if op == "=":
-            return val
+            return [(0, f"acc = {v}")] + ([(0, f"eacc = {ev}")] if err else [])
         if op == "+=":
-            return f"{acc} + {val}"
+            return [(0, f"acc = acc + {v}")] + (
+                [(0, f"eacc = eacc + {ev}"), (0, f"mag = mag + np.abs({v})")] if err else [])
         if op == "*=":
-            return f"{acc} * {val}"
+            if not err:
+                return [(0, f"acc = acc * {v}")]
+            return [(0, f"nacc = acc * {v}"), (0, f"eacc = _pm(eacc, {v}) + _pm({ev}, acc) + _rd(nacc, ep2, ep3)"),
+                    (0, "acc = nacc"), (0, f"mag = mag * np.abs({v})")]
         cmp = ">" if op == "max=" else "<"
-        return f"{val} if ({val} {cmp} {acc} or {val} != {val}) else {acc}"
+        lines = [(0, f"if {v} {cmp} acc or {v} != {v}:"), (1, f"acc = {v}")]
+        return lines + ([(1, f"eacc = {ev}"), (0, f"mag = np.maximum(mag, np.abs({v}))")] if err else [])
 
 
 class _Gen:
     """Source of one kernel's ``run`` and ``sample`` functions and the parameters they take."""
 
-    def __init__(self, k: Kernel, checked: bool):
+    def __init__(self, k: Kernel, checked: bool, flagged: frozenset[str] = frozenset()):
         self.k = k
         self.checked = checked
+        self.flagged = flagged | {k.out.tensor}  # tensors whose error bounds are passed
         self.pos = {v: i for i, (v, _) in enumerate(k.loops)}
         if len(self.pos) != len(k.loops):
             raise ValueError(f"kernel {k.name}: duplicate loop variable")
@@ -190,32 +185,53 @@ class _Gen:
             names.append(t)
         return f"{arr}[{', '.join(names)}]"
 
-    def expr(self, e: Expr, lines: list[str], cse: dict[str, str]) -> str:
+    def expr(self, e: Expr, lines: list[str], cse: dict[str, str],
+             errs: dict[str, str] | None = None) -> str:
+        """The local holding ``e``'s value; with ``errs``, also the local (or expression)
+        holding its error bound, in units of the accumulator's roundoff (``errs[value]``)."""
         if isinstance(e, Const):
             self.cv.append(float(e.value))
-            return f"c{len(self.cv) - 1}"
+            name = f"c{len(self.cv) - 1}"
+            if errs is not None:  # a constant the framework rounds to float32 (or computes: ep4)
+                errs[name] = f"((_ZERO if np.float64(np.float32({name})) == {name} else np.abs({name})) + ep4)"
+            return name
+        args: list[str] = []
         if isinstance(e, Load):
             rhs = self.index(e, lines, cse)
         elif isinstance(e, Index):
             rhs = f"np.float64({self.affine(e.expr)})"
         elif isinstance(e, Call):
-            if e.fn not in _FUNC_SRC:
+            if e.fn not in FUNC_SRC:
                 raise ValueError(f"kernel {self.k.name}: unknown scalar function {e.fn!r}")
-            args = [self.expr(a, lines, cse) for a in e.args]
+            args = [self.expr(a, lines, cse, errs) for a in e.args]
             need = SCALAR_FUNCS[e.fn][0] if e.fn in SCALAR_FUNCS else len(args)
             if len(args) != need:
                 raise ValueError(f"kernel {self.k.name}: {e.fn} takes {need} arguments")
             env = dict(zip("abc", args))
-            src = _FUNC_SRC[e.fn]
-            rhs = "".join(env.get(ch, ch) if _is_arg_char(src, i) else ch for i, ch in enumerate(src))
+            src = FUNC_SRC[e.fn]
+            rhs = "".join(env.get(ch, ch) if is_arg_char(src, i) else ch for i, ch in enumerate(src))
         else:
             raise ValueError(f"kernel {self.k.name}: bad expression {e!r}")
-        if rhs in cse:
-            return cse[rhs]
-        t = self.temp()
-        lines.append(f"{t} = {rhs}")
-        cse[rhs] = t
+        t = cse.get(rhs)
+        if t is None:
+            t = self.temp()
+            lines.append(f"{t} = {rhs}")
+            cse[rhs] = t
+        if errs is not None and t not in errs:
+            errs[t] = f"e{t}"
+            lines.append(f"e{t} = {self._err_rhs(e, rhs, t, args, errs)}")
         return t
+
+    def _err_rhs(self, e: Expr, rhs: str, t: str, args: list[str], errs: dict[str, str]) -> str:
+        if isinstance(e, Load):  # exact unless an earlier kernel of the op computed it
+            return f"E{rhs}" if e.tensor in self.flagged else "_ZERO"
+        if not isinstance(e, Call):
+            return "_ZERO"
+        env = {"r": t, "u": "ep1", "top": "ep2", "tiny": "ep3"}
+        for ch, a in zip("abc", args):
+            env[ch] = a
+            env["e" + ch] = errs[a]
+        return ERR_SRC.get(e.fn, EXACT).format(**env)
 
     def guard(self, g: Guard) -> str | None:
         e = self.affine(g.expr)
@@ -229,7 +245,7 @@ class _Gen:
     # assembly ------------------------------------------------------------
     def build(self) -> KernelPlan:
         k = self.k
-        # Pieces shared by both functions (parameters are numbered once).
+        # Pieces shared by all functions (parameters are numbered once).
         guards = []  # (vars positions, cond)
         for g in k.guards:
             cond = self.guard(g)
@@ -239,17 +255,27 @@ class _Gen:
         out_ref = self.index(k.out, out_lines, {})
         body_lines: list[str] = []
         val = self.expr(k.expr, body_lines, {})
+        ebody_lines: list[str] = []
+        errs: dict[str, str] = {}
+        eval_ = self.expr(k.expr, ebody_lines, {}, errs)
         prelude = (
             [f"n{i} = ext[{i}]" for i in range(len(k.loops))]
             + [f"k{i} = ip[{i}]" for i in range(len(self.ip))]
             + [f"c{i} = cv[{i}]" for i in range(len(self.cv))]
+            + ["ep0 = ep[0]", "ep1 = ep[1]", "ep2 = ep[2]", "ep3 = ep[3]", "ep4 = ep[4]"]
         )
-        pc = _Pieces(k.op, guards, out_lines, out_ref, body_lines, val, prelude)
-        src: list[str] = [_HEADER, _CONSTS]
-        args = ", ".join(["O"] + [f"A{i}" for i in range(len(self.tnames))])
-        src.append(f"\n{_JIT}\ndef run({args}, ext, ip, cv):\n")
-        src.extend("    " * i + x + "\n" for i, x in self._run_lines(pc))
-        src.append(f"\n\n{_JIT}\ndef sample({args}, ext, ip, cv, pts, vals, mags):\n")
+        pc = _Pieces(k.op, guards, out_lines, out_ref, body_lines, val, ebody_lines, eval_, errs[eval_],
+                     prelude)
+        src: list[str] = [_HEADER, _CONSTS, _HELPERS]
+        ins = [f"A{i}" for i in range(len(self.tnames))]
+        eins = [f"EA{i}" for i, t in enumerate(self.tnames) if t in self.flagged]
+        args = ", ".join(["O"] + ins)
+        src.append(f"\n{_JIT}\ndef run({args}, ext, ip, cv, ep):\n")
+        src.extend("    " * i + x + "\n" for i, x in self._run_lines(pc, False))
+        eargs = ", ".join(["O", "EO", "MO"] + ins + eins)
+        src.append(f"\n\n{_JIT}\ndef run_err({eargs}, ext, ip, cv, ep):\n")
+        src.extend("    " * i + x + "\n" for i, x in self._run_lines(pc, True))
+        src.append(f"\n\n{_JIT}\ndef sample({eargs}, ext, ip, cv, ep, pts, vals, mags, errs):\n")
         src.extend("    " * i + x + "\n" for i, x in self._sample_lines(pc))
         return KernelPlan(
             source="".join(src),
@@ -257,9 +283,10 @@ class _Gen:
             ext=tuple(int(e) for _, e in k.loops),
             ip=tuple(self.ip),
             cv=tuple(self.cv),
+            flagged=tuple(t for t in self.tnames if t in self.flagged),
         )
 
-    def _init_lines(self, pc: _Pieces, ovpos: list[int]) -> list[tuple[int, str]]:
+    def _init_lines(self, pc: _Pieces, ovpos: list[int], err: bool) -> list[tuple[int, str]]:
         """Set every output point the guards admit to the identity of the reduction."""
         lines: list[tuple[int, str]] = []
         ind = 1
@@ -273,24 +300,27 @@ class _Gen:
                 ind += 1
         lines += [(ind, s) for s in pc.out_lines]
         lines.append((ind, f"{pc.out_ref} = {_IDENT_SRC[self.k.op]}"))
+        if err:
+            lines += [(ind, f"E{pc.out_ref} = _ZERO"), (ind, f"M{pc.out_ref} = _ZERO")]
         return lines
 
-    def _run_lines(self, pc: _Pieces) -> list[tuple[int, str]]:
-        """(indent, line) of ``run``: full execution, in a local accumulator where it can."""
+    def _run_lines(self, pc: _Pieces, err: bool) -> list[tuple[int, str]]:
+        """(indent, line) of ``run`` (or, with ``err``, ``run_err``, which also keeps each
+        output's error bound in EO and its summed magnitude in MO): full execution, in a local
+        accumulator where it can."""
         k = self.k
         L = len(k.loops)
         ovpos = [self.pos[v] for v in k.out_vars]
-        op = k.op
         reads_out = any(ld.tensor == k.out.tensor for ld in loads(k.expr))
         lines: list[tuple[int, str]] = [(1, p) for p in pc.prelude]
-        if k.init == "identity" and op != "=":
-            lines += self._init_lines(pc, ovpos)
+        if k.init == "identity" and k.op != "=":
+            lines += self._init_lines(pc, ovpos, err)
         s = max(ovpos) + 1 if ovpos else 0
         use_acc = s < L and not reads_out
         at_depth: dict[int, list[str]] = {}
         for vp, cond, _ in pc.guards:
             at_depth.setdefault(max(vp) + 1 if vp else 0, []).append(cond)
-        out_ref = pc.out_ref
+        load, store = pc.load_acc(err), pc.store_acc(err)
 
         def nest(d: int, ind: int) -> None:
             for cond in at_depth.get(d, []):
@@ -298,22 +328,19 @@ class _Gen:
                 ind += 1
             start = use_acc and d == s
             if start:
-                lines.extend((ind, x) for x in pc.out_lines)
-                lines.append((ind, f"acc = {out_ref}"))
+                lines.extend((ind, x) for x in pc.out_lines + load)
             if d == L:
-                lines.extend((ind, x) for x in pc.body_lines)
-                if use_acc:
-                    lines.append((ind, f"acc = {pc.combine('acc')}"))
-                else:
-                    lines.extend((ind, x) for x in pc.out_lines)
-                    if op != "=":
-                        lines.append((ind, f"acc = {out_ref}"))
-                    lines.append((ind, f"{out_ref} = {pc.combine('acc')}"))
+                lines.extend((ind, x) for x in (pc.ebody_lines if err else pc.body_lines))
+                step = pc.step(err)
+                if not use_acc:
+                    pre = pc.out_lines + (load if k.op != "=" or err else [])
+                    step = [(0, x) for x in pre] + step + [(0, x) for x in store]
+                lines.extend((ind + di, x) for di, x in step)
             else:
                 lines.append((ind, f"for v{d} in range(n{d}):"))
                 nest(d + 1, ind + 1)
             if start:
-                lines.append((ind, f"{out_ref} = acc"))
+                lines.extend((ind, x) for x in store)
 
         nest(0, 1)
         lines.append((1, "return"))
@@ -321,69 +348,52 @@ class _Gen:
 
     def _sample_lines(self, pc: _Pieces) -> list[tuple[int, str]]:
         """(indent, line) of ``sample``: one output point per row of pts, looping over reduce
-        vars only."""
+        vars only; its value, the magnitude of what it combined (``mags``: sum of ``|term|``
+        for ``+=``, product for ``*=``, largest for max/min) and its error bound (``errs``)."""
         k = self.k
         ovpos = [self.pos[v] for v in k.out_vars]
         rvpos = [self.pos[v] for v in k.reduce_vars]
-        op, val, out_ref = k.op, pc.val, pc.out_ref
+        op = k.op
         lines: list[tuple[int, str]] = [(1, p) for p in pc.prelude]
         lines.append((1, "for p in range(pts.shape[0]):"))
         for j, i in enumerate(ovpos):
             lines.append((2, f"v{i} = pts[p, {j}]"))
         lines.extend((2, x) for x in pc.out_lines)
         if k.init == "identity" and op != "=":
-            lines.append((2, f"acc = {_IDENT_SRC[op]}"))
-            lines.append((2, "mag = _ONE" if op == "*=" else "mag = _ZERO"))
+            lines += [(2, f"acc = {_IDENT_SRC[op]}"), (2, "eacc = _ZERO"),
+                      (2, "mag = _ONE" if op == "*=" else "mag = _ZERO")]
         else:
-            lines.append((2, f"acc = {out_ref}"))
-            lines.append((2, "mag = np.abs(acc)"))
+            lines += [(2, f"acc = {pc.out_ref}"), (2, f"eacc = E{pc.out_ref}"), (2, "mag = np.abs(acc)")]
         rorder = {p: j for j, p in enumerate(rvpos)}
         sdepth: dict[int, list[str]] = {}
         for vp, cond, _ in pc.guards:
             rv = [rorder[p] for p in vp if p in rorder]
             sdepth.setdefault(max(rv) + 1 if rv else 0, []).append(cond)
-        R = len(rvpos)
 
         def snest(d: int, ind: int) -> None:
             for cond in sdepth.get(d, []):
                 lines.append((ind, f"if {cond}:"))
                 ind += 1
-            if d == R:
-                lines.extend((ind, x) for x in pc.body_lines)
-                lines.append((ind, f"acc = {pc.combine('acc')}"))
-                if op == "+=":
-                    lines.append((ind, f"mag = mag + np.abs({val})"))
-                elif op == "*=":
-                    lines.append((ind, f"mag = mag * np.abs({val})"))
-                elif op != "=":
-                    lines.append((ind, f"mag = np.maximum(mag, np.abs({val}))"))
+            if d == len(rvpos):
+                lines.extend((ind, x) for x in pc.ebody_lines)
+                lines.extend((ind + di, x) for di, x in pc.step(True))
             else:
-                i = rvpos[d]
-                lines.append((ind, f"for v{i} in range(n{i}):"))
+                lines.append((ind, f"for v{rvpos[d]} in range(n{rvpos[d]}):"))
                 snest(d + 1, ind + 1)
 
         snest(0, 2)
         lines.append((2, "vals[p] = acc"))
         lines.append((2, "mags[p] = np.abs(acc)" if op == "=" else "mags[p] = mag"))
+        lines.append((2, "errs[p] = eacc + ep0 * mag" if op == "+=" else "errs[p] = eacc"))
         lines.append((1, "return"))
         return lines
 
 
-def _is_arg_char(src: str, i: int) -> bool:
-    """True where ``src[i]`` is a standalone argument name a/b/c in a _FUNC_SRC template."""
-    ch = src[i]
-    if ch not in "abc":
-        return False
-    before = src[i - 1] if i else " "
-    after = src[i + 1] if i + 1 < len(src) else " "
-    return not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_")
-
-
-
 @functools.lru_cache(maxsize=4096)
-def kernel_plan(k: Kernel, checked: bool) -> KernelPlan:
-    """The generated source and arguments of ``k`` (``checked``: with bounds checks), cached."""
-    return _Gen(k, checked).build()
+def kernel_plan(k: Kernel, checked: bool, flagged: frozenset[str] = frozenset()) -> KernelPlan:
+    """The generated source and arguments of ``k`` (``checked``: with bounds checks;
+    ``flagged``: inputs whose error bounds ``run_err`` and ``sample`` read), cached."""
+    return _Gen(k, checked, flagged).build()
 
 
 # ---------------------------------------------------------------- bounds proof

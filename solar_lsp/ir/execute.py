@@ -159,8 +159,10 @@ def _f64(a) -> np.ndarray:
     return np.array(a, dtype=np.float64, order="C", copy=None)
 
 
-def _prepare(k: Kernel, arrays: dict[str, np.ndarray]):
-    """Float64 C-contiguous arrays (0-d made 1-d), the plan, and the out array to copy back."""
+def _prepare(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray] | None = None):
+    """Float64 C-contiguous arrays (0-d made 1-d), the plan, and the out array to copy back.
+    With ``errors``, the arguments of ``run_err``/``sample``: the output's error and magnitude
+    arrays follow it, and the error arrays of the inputs found in ``errors`` follow the inputs."""
     if k.out.tensor not in arrays:
         raise KeyError(f"kernel {k.name}: output tensor {k.out.tensor!r} not allocated")
     target = arrays[k.out.tensor]
@@ -179,23 +181,78 @@ def _prepare(k: Kernel, arrays: dict[str, np.ndarray]):
                 f"indexed with {len(ld.index)} subscripts"
             )
     checked = not in_bounds(k, {n: a.shape for n, a in conv.items()})
-    plan = kernel_plan(k, checked)
+    flagged = frozenset(t for t in conv if errors is not None and t in errors and t != k.out.tensor)
+    plan = kernel_plan(k, checked, flagged)
     flat = {n: (a.reshape(1) if a.ndim == 0 else a) for n, a in conv.items()}
-    args = (flat[k.out.tensor], *[flat[n] for n in plan.tensors],
-            np.array(plan.ext, dtype=np.int64), np.array(plan.ip, dtype=np.int64),
-            np.array(plan.cv, dtype=np.float64))
-    return plan, args, out, target
+    params = (np.array(plan.ext, dtype=np.int64), np.array(plan.ip, dtype=np.int64),
+              np.array(plan.cv, dtype=np.float64))
+    ins = tuple(flat[n] for n in plan.tensors)
+    if errors is None:
+        return plan, (flat[k.out.tensor], *ins, *params), out, target
+    eo, mo = (np.ascontiguousarray(errors[n], dtype=np.float64).reshape(flat[k.out.tensor].shape)
+              for n in (k.out.tensor, k.out.tensor + "#mag"))
+    eins = tuple(np.ascontiguousarray(errors[n], dtype=np.float64).reshape(flat[n].shape)
+                 for n in plan.flagged)
+    return plan, (flat[k.out.tensor], eo, mo, *ins, *eins, *params), out, target
+
+
+# ep: growth of a sum's rounding, unit roundoff, largest finite and smallest normal value of
+# the accumulator (the latter in units of the roundoff), error of the kernel's constants
+_NO_ERR = np.array([0.0, 2.0**-53, np.inf, 0.0, 0.0])
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _ep(k: Kernel, unit: float, top: float | None, slack: float = 0.0) -> np.ndarray:
+    if top is None:
+        top = np.inf if unit < 2.0**-24 else _FLOAT32_MAX
+    tiny = 2.0**-1022 if unit < 2.0**-24 else 2.0**-126  # float64's, else float32's exponent range
+    if top == 65504.0:
+        tiny = 2.0**-14  # float16 computing in float16
+    return np.array([growth(k), unit, top, tiny / unit, slack])
 
 
 def run_kernel(k: Kernel, arrays: dict[str, np.ndarray]) -> None:
     """Execute ``k`` in full, writing into ``arrays[k.out.tensor]``."""
     plan, args, out, target = _prepare(k, arrays)
-    _invoke(k, plan, "run", args, args[0])
+    _invoke(k, plan, "run", (*args, _NO_ERR), args[0])
+    _copy_back(k, arrays, out, target)
+
+
+def _copy_back(k: Kernel, arrays: dict[str, np.ndarray], out: np.ndarray, target) -> None:
     if out is not target:
         if isinstance(target, np.ndarray):
             target[...] = out
         else:
             arrays[k.out.tensor] = out
+
+
+def run_kernel_err(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray],
+                   unit: float, top: float | None = None, slack: float = 0.0) -> None:
+    """Execute ``k`` in full, and keep in ``errors[k.out.tensor]`` a bound on the rounding
+    error a framework computing in roundoff ``unit`` (largest finite value ``top``: float32's
+    unless ``unit`` is float64's) makes at each output point, in units of ``unit`` (see
+    docs/sol-model.md, Verification). ``errors`` holds the bounds of inputs that earlier
+    kernels computed; the others are exact. ``slack``: the absolute error of every constant
+    of the kernel, in units of ``unit`` (weights the framework computes from coordinates)."""
+    o = k.out.tensor
+    shape = np.shape(arrays[o])
+    errors.setdefault(o, np.zeros(shape))
+    # a reduction onto kept values sums their magnitude as well
+    errors[o + "#mag"] = (np.abs(_f64(arrays[o])) if k.init == "keep" or k.op == "=" else np.zeros(shape))
+    plan, args, out, target = _prepare(k, arrays, errors)
+    ep = _ep(k, unit, top, slack)
+    _invoke(k, plan, "run_err", (*args, ep), args[0])
+    _copy_back(k, arrays, out, target)
+    eo, mo = args[1].reshape(shape), args[2].reshape(shape)
+    errors[o] = eo + ep[0] * mo if k.op == "+=" else eo
+    del errors[o + "#mag"]
+
+
+def growth(k: Kernel) -> float:
+    """How a sum's accumulated rounding grows with its length n: sqrt(n) (rounding errors of
+    opposite signs cancel like a random walk; pairwise and blocked summation do better)."""
+    n = max(1, math.prod(n for v, n in k.loops if v in k.reduce_vars))
+    return math.sqrt(n)
 
 
 def _points(k: Kernel, points: np.ndarray) -> np.ndarray:
@@ -214,16 +271,30 @@ def sample_kernel(
     """Values ``k`` leaves at the output positions of ``points`` (rows over ``k.out_vars``),
     computed point by point over the reduction loops only, and their magnitudes
     (``|start| + sum |term|`` for ``+=``, product of ``|.|`` for ``*=``, max ``|.|`` otherwise)."""
+    vals, mags, _ = sample_kernel_err(k, arrays, {}, points, 2.0**-53)
+    return vals, mags
+
+
+def sample_kernel_err(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray],
+                      points: np.ndarray, unit: float, top: float | None = None,
+                      slack: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Like :func:`sample_kernel`, with each point's rounding-error bound as a third array
+    (as in :func:`run_kernel_err`)."""
     pts = _points(k, points)
     ext = k.extents
     for j, v in enumerate(k.out_vars):
         if len(pts) and (pts[:, j].min() < 0 or pts[:, j].max() >= ext[v]):
             raise IndexError(f"kernel {k.name}: sample point outside the range of {v}")
-    plan, args, _, _ = _prepare(k, arrays)
+    o = k.out.tensor
+    errs = dict(errors)
+    errs.setdefault(o, np.zeros(np.shape(arrays[o])))
+    errs[o + "#mag"] = errs[o]  # read by nothing: sample keeps magnitudes in locals
+    plan, args, _, _ = _prepare(k, arrays, errs)
     vals = np.empty(len(pts), dtype=np.float64)
     mags = np.empty(len(pts), dtype=np.float64)
-    _invoke(k, plan, "sample", (*args, pts, vals, mags), vals)
-    return vals, mags
+    out_err = np.empty(len(pts), dtype=np.float64)
+    _invoke(k, plan, "sample", (*args, _ep(k, unit, top, slack), pts, vals, mags, out_err), vals)
+    return vals, mags, out_err
 
 
 def out_positions(k: Kernel, points: np.ndarray) -> np.ndarray:
@@ -255,6 +326,77 @@ def random_points(k: Kernel, n: int, rng: np.random.Generator) -> np.ndarray:
         lin = rng.choice(total, size=n, replace=False)
         return np.stack(np.unravel_index(lin, dims), axis=1).astype(np.int64)
     return rng.integers(0, dims, size=(n, len(dims)), dtype=np.int64)
+
+
+def edge_points(k: Kernel, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Points (rows over ``k.out_vars``) that write the first two and last two indices of
+    each output dimension (the other dimensions drawn at random), and the corners where every
+    dimension is first or last. Indices no point of the out-var box writes are left out."""
+    ext = k.extents
+    ov = k.out_vars
+    col = {v: j for j, v in enumerate(ov)}
+    if not ov:
+        return np.zeros((0, 0), dtype=np.int64)
+    base = lambda: np.array([rng.integers(0, ext[v]) for v in ov], dtype=np.int64)  # noqa: E731
+    rows: list[np.ndarray] = []
+    for d, a in enumerate(k.out.index):
+        for t in sorted({0, 1, shape[d] - 2, shape[d] - 1} & set(range(shape[d]))):
+            pt = base()
+            if _solve(a, t, ext, col, pt):
+                rows.append(pt)
+    if len(shape) <= 4:  # corners: each dimension at its first or its last index
+        for corner in np.ndindex(*([2] * len(shape))):
+            pt = base()
+            if all(_solve(a, (shape[d] - 1) * c, ext, col, pt) for d, (a, c) in enumerate(zip(k.out.index, corner))):
+                rows.append(pt)
+    return np.unique(np.array(rows, dtype=np.int64).reshape(-1, len(ov)), axis=0)
+
+
+def _solve(a, target: int, ext: dict[str, int], col: dict[str, int], pt: np.ndarray) -> bool:
+    """Set ``a``'s variables in ``pt`` so that ``a`` equals ``target`` (mixed radix, the
+    largest coefficient first); False when no point of the box does."""
+    rem = target - a.const
+    for v, c in sorted(((v, c) for v, c in a.terms if c), key=lambda t: -abs(t[1])):
+        x = min(max(rem // c, 0), ext[v] - 1)
+        pt[col[v]] = x
+        rem -= c * x
+    return rem == 0
+
+
+def mark_written(k: Kernel, mask: np.ndarray, chunk: int = 1 << 22) -> None:
+    """Set ``mask`` where ``k`` writes its output: every point of its out-var box that the
+    guards over out vars alone admit (a reduction's init writes those, whatever its terms)."""
+    ext = k.extents
+    ov = k.out_vars
+    dims = [ext[v] for v in ov]
+    total = math.prod(dims)
+    guards = [g for g in k.guards if g.expr.vars() <= set(ov)]
+    for start in range(0, total, chunk):
+        coords = np.unravel_index(np.arange(start, min(total, start + chunk)), dims) if ov else ()
+        val = dict(zip(ov, coords))
+        keep = np.ones(min(total, start + chunk) - start, dtype=bool)
+        for g in guards:
+            e = _affine_at(g.expr, val, len(keep))
+            if g.lo is not None:
+                keep &= e >= g.lo
+            if g.hi is not None:
+                keep &= e < g.hi
+        if not k.out.index:
+            mask[()] = mask[()] or bool(keep.any())
+            continue
+        idx = [_affine_at(a, val, len(keep))[keep] for a in k.out.index]
+        inside = np.ones(int(keep.sum()), dtype=bool)
+        for d, i in enumerate(idx):
+            inside &= (i >= 0) & (i < mask.shape[d])
+        mask[tuple(i[inside] for i in idx)] = True
+
+
+def _affine_at(a, val: dict[str, np.ndarray], n: int) -> np.ndarray:
+    out = np.full(n, a.const, dtype=np.int64)
+    for v, c in a.terms:
+        if c:
+            out += c * val[v]
+    return out
 
 
 def cache_size() -> int:

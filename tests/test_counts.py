@@ -180,7 +180,7 @@ def test_reduction_dropping_its_last_element_is_caught():
     cc = check_counts(_program(15), None)
     assert cc.status == "mismatch"
     [issue] = cc.issues
-    assert issue["check"] == "reduction" and "elements 0..14, not 0..15" in issue["detail"]
+    assert issue["check"] == "reduction" and "elements 0..14, missing 15..15" in issue["detail"]
     assert check_counts(_program(15, guard=True), None).issues == []  # a guard reads what it may
 
 

@@ -126,26 +126,44 @@ def compare_tensor_flops(p: Program, fw: FrameworkFlops, cc: CountCheck) -> None
 
 
 def reduction_coverage(p: Program, cc: CountCheck) -> None:
-    """Every reduction kernel must combine every element of the axes it reduces: an axis
-    indexed by reduced loops alone (no output loop, no padding guard) is covered from 0 to
-    its last element."""
+    """Every reduction must combine every element of the axes it reduces: an axis indexed by
+    reduced loops alone (no output loop, no padding guard) is covered from 0 to its last element
+    by the op's reducing kernels into the same output together (a reduction may be split into
+    several ``+=`` kernels, e.g. over the two halves of a bidirectional layer's input)."""
     for op in p.ops:
+        spans: dict[tuple[str, str, int, int], list[tuple[int, int]]] = {}
+        where: dict[tuple[str, str, int, int], str] = {}
+        # a recurrence reads its own op's state (an RNN's previous hidden state, one direction's
+        # half of the layer output): a slice by design, not an input it must cover
+        own = {k.out.tensor for k in op.kernels} | set(op.outputs)
         for k in op.kernels:
-            bad = _uncovered(p, k)
-            if bad is None:
+            reads = _reduced_reads(p, k)
+            if reads is None:
                 continue
             cc.reductions += 1
-            if bad:
-                cc.issues.append(_issue(op, "reduction", f"kernel {k.name}: {bad}"))
+            for tensor, axis, size, lo, hi in reads:
+                if tensor in own:
+                    continue
+                key = (k.out.tensor, tensor, axis, size)
+                spans.setdefault(key, []).append((lo, hi))
+                where.setdefault(key, k.name)
+        for (_out, tensor, axis, size), got in spans.items():
+            missing = _gaps(got, size)
+            if missing:
+                cc.issues.append(_issue(op, "reduction", (
+                    f"kernel {where[(_out, tensor, axis, size)]}: reduces {tensor} axis {axis} "
+                    f"(size {size}) over elements {_ranges(got)}, missing {_ranges(missing)}")))
 
 
-def _uncovered(p: Program, k: Kernel) -> str | None:
-    """None when ``k`` is no reduction; '' when it covers its inputs; else what it misses."""
+def _reduced_reads(p: Program, k: Kernel) -> list[tuple[str, int, int, int, int]] | None:
+    """None when ``k`` is no reduction; else (tensor, axis, size, lo, hi) of each input axis it
+    indexes by reduced loops alone."""
     red = set(k.reduce_vars)
     if k.op not in REDUCING or not red:
         return None
     guarded = {v for g in k.guards for v in g.expr.vars()}
     ext = k.extents
+    out = []
     for ld in loads(k.expr):
         if ld.tensor == k.out.tensor or ld.tensor not in p.tensors:
             continue
@@ -155,10 +173,24 @@ def _uncovered(p: Program, k: Kernel) -> str | None:
             if not vs or not vs <= red or vs & guarded or d >= len(shape):
                 continue
             lo, hi = a.bounds(ext)
-            if (lo, hi) != (0, shape[d] - 1):
-                return (f"reduces {ld.tensor} axis {d} (size {shape[d]}) over elements {lo}..{hi}, "
-                        f"not 0..{shape[d] - 1}")
-    return ""
+            out.append((ld.tensor, d, shape[d], lo, hi))
+    return out
+
+
+def _gaps(spans: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """The parts of 0..size-1 no span covers."""
+    gaps, at = [], 0
+    for lo, hi in sorted(spans):
+        if lo > at:
+            gaps.append((at, min(lo, size) - 1))
+        at = max(at, hi + 1)
+    if at < size:
+        gaps.append((at, size - 1))
+    return [g for g in gaps if g[0] <= g[1]]
+
+
+def _ranges(spans: list[tuple[int, int]]) -> str:
+    return ", ".join(f"{lo}..{hi}" for lo, hi in sorted(set(spans)))
 
 
 # ------------------------------------------------------------------ audit of the counter

@@ -25,6 +25,7 @@ from solar_lsp.frontend.jax.lower import JaxLowered, LoopInfo
 from solar_lsp.frontend.jax.trace import JaxTraced, Key, Lit, Walker, WhileInfo, sub_jaxpr
 from solar_lsp.ir import execute
 from solar_lsp.ir.core import Op, Program
+from solar_lsp.units import plural
 from solar_lsp.verify.core import (
     DEFAULT_BUDGET,
     SAMPLES,
@@ -494,7 +495,8 @@ def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_B
 
 def _summary(checks: list[OpCheck], lowered: JaxLowered, seconds: float) -> Verification:
     status = "verified"
-    detail = f"{sum(c.status == 'verified' for c in checks)} ops checked against jax"
+    n_ok = sum(c.status == 'verified' for c in checks)
+    detail = f"{plural(n_ok, 'op')} checked against jax"
     for bad_status in ("mismatch", "unverified"):
         bad = next((c for c in checks if c.status == bad_status), None)
         if bad is not None:
@@ -503,5 +505,6 @@ def _summary(checks: list[OpCheck], lowered: JaxLowered, seconds: float) -> Veri
             break
     if lowered.unsupported and status == "verified":
         status = "unverified"
-        detail = f"{len(lowered.unsupported)} equation(s) have no lowering; the rest verified"
+        detail = (f"{plural(len(lowered.unsupported), 'equation')} without a lowering; "
+                  + (f"{plural(n_ok, 'other op')} verified" if n_ok else "nothing else to verify"))
     return Verification(status, detail, checks, seconds)

@@ -18,6 +18,7 @@ import torch
 
 from solar_lsp.frontend.errors import EntryError, Lowered
 from solar_lsp.frontend.torch.trace import Traced, build
+from solar_lsp.units import plural
 from solar_lsp.verify.core import (  # noqa: F401  (re-exported: callers import them from here)
     DEFAULT_BUDGET,
     FULL_RUN_LIMIT,
@@ -52,7 +53,8 @@ def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
     rng = np.random.default_rng(seed)
     checks = [check_op(p, op, golden, rng, samples) for op in p.ops]
     status = "verified"
-    detail = f"{sum(c.status == 'verified' for c in checks)} ops checked against torch"
+    n_ok = sum(c.status == 'verified' for c in checks)
+    detail = f"{plural(n_ok, 'op')} checked against torch"
     if any(c.status == "mismatch" for c in checks):
         status = "mismatch"
         bad = next(c for c in checks if c.status == "mismatch")
@@ -63,7 +65,8 @@ def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
         detail = f"{bad.op} (line {bad.line}): {bad.detail}"
     if lowered.unsupported and status == "verified":
         status = "unverified"
-        detail = f"{len(lowered.unsupported)} op(s) have no lowering; the rest verified"
+        detail = (f"{plural(len(lowered.unsupported), 'op')} without a lowering; "
+                  + (f"{plural(n_ok, 'other op')} verified" if n_ok else "nothing else to verify"))
     counts = check_counts(p, flops.framework({op.id for op in p.ops}))  # docs/sol-model.md
     return with_counts(Verification(status, detail, checks, time.perf_counter() - t0), counts)
 

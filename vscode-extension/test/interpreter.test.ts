@@ -9,7 +9,7 @@ import { pipInstallCommand, probe, readProbe, resolveInterpreter, serverArgs, sh
 const ctx = { workspaceFolder: "/ws/proj", home: "/home/me", env: {} };
 /** A Python that has solar_lsp installed, when the caller names one (this repository, editable). */
 const INSTALLED = process.env.SOLAR_TEST_PYTHON;
-/** A plain Python: the probe's real interpreter, given stand-in packages. */
+/** The Python that makes the bare interpreters below (any python3 on PATH). */
 const PYTHON = "python3";
 const repo = join(__dirname, "..", "..", "..");
 const version = /__version__ = "([^"]+)"/.exec(readFileSync(join(repo, "solar_lsp", "__init__.py"), "utf8"))?.[1];
@@ -80,15 +80,24 @@ describe("readProbe", () => {
 describe("probe (real interpreters)", () => {
   const tmp = mkdtempSync(join(tmpdir(), "solar-probe-"));
   after(() => rmSync(tmp, { recursive: true, force: true }));
+  /**
+   * A venv without site packages: only the standard library and the stand-ins in its working
+   * directory import, whatever the python3 it came from has installed (on CI, pygls itself).
+   */
+  const bare = (): string => {
+    const venv = join(tmp, "bare");
+    execFileSync(PYTHON, ["-m", "venv", "--clear", "--without-pip", venv]);
+    return join(venv, "bin", "python");
+  };
 
   it("finds solar_lsp, its version and the interpreter", async () => {
-    const p = await probe(PYTHON, standIns(join(tmp, "full")));
+    const p = await probe(bare(), standIns(join(tmp, "full")));
     assert.ok(p.ok, JSON.stringify(p));
     assert.equal(p.version, version);
     assert.match(p.python, /^3\.\d+/);
   });
   it("reports solar_lsp without its LSP library as not-installed, naming what is missing", async () => {
-    const p = await probe(PYTHON, standIns(join(tmp, "partial"), ["pygls"]));
+    const p = await probe(bare(), standIns(join(tmp, "partial"), ["pygls"]));
     assert.deepEqual(p, { ok: false, reason: "not-installed", detail: "missing modules: pygls" });
   });
   it(`finds solar_lsp in $SOLAR_TEST_PYTHON (${INSTALLED ?? "unset"}), at the repository's version`, { skip: !INSTALLED }, async () => {

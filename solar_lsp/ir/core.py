@@ -253,6 +253,10 @@ class Op:
     # How many times the op runs per call of the entry (a loop body's trip count); its
     # counts and unfused bytes scale by it. Loop bodies are emitted once, never unrolled.
     repeat: int = 1
+    # Which part of a training step the op belongs to (docs/training.md): "forward",
+    # "backward" (attributed to the forward line it differentiates) or "optimizer".
+    # Inference programs are all "forward".
+    phase: str = "forward"
 
 
 @dataclass

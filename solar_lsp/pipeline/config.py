@@ -31,3 +31,8 @@ class Config:
     # the LLM agent's settings (solar_lsp.llm.config.LLMConfig; docs/llm.md): None sends
     # nothing, and reports then say what would need it
     llm: Any = None
+    # what is analyzed (docs/training.md): "inference" (the entry's forward) or "train" (one
+    # training step: forward, the backward of ``loss`` and the ``optimizer`` update)
+    mode: str = "inference"
+    optimizer: str = "adamw"  # "adamw" | "sgd" | "none" (train mode only)
+    loss: str = "mean"  # "mean" | "sum": the scalar reduced from the entry's output

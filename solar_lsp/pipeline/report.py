@@ -95,6 +95,10 @@ class EntryReport:
     llm: dict | None = None
     # counts and times as formulas of the pragma's shape symbols (`--symbolic`; docs/sol-model.md)
     symbolic: dict | None = None
+    # "inference" or "train" (docs/training.md); in train mode, ``phases`` holds the totals of
+    # each phase ("forward", "backward", "optimizer"): the same keys as ``totals``
+    mode: str = "inference"
+    phases: dict | None = None
 
     def to_json(self) -> dict:
         return {"name": self.name, "line": self.line, "status": self.status, "error": self.error,
@@ -104,7 +108,7 @@ class EntryReport:
                 "by_hardware": self.by_hardware, "inverse": self.inverse, "fusion": self.fusion,
                 "reorder": self.reorder, "graph": self.graph, "timings": self.timings,
                 "notes": self.notes, "headroom": self.headroom, "llm": self.llm,
-                "symbolic": self.symbolic}
+                "symbolic": self.symbolic, "mode": self.mode, "phases": self.phases}
 
 
 @dataclass

@@ -433,3 +433,19 @@ def test_parsed_bad_text_fails_validation_with_line_context():
     """)
     with pytest.raises(IRValidationError, match="op 'softplus_0': kernel 'k3': scalar function 'softplus'"):
         validate_program(parse_program(text))
+
+
+def test_training_phases_round_trip():
+    """A training step's backward and optimizer ops keep their phase through the text (the
+    `solar ir --mode train` output parses back to the same step)."""
+    import dataclasses
+
+    p = matmul_program()
+    p.ops = [dataclasses.replace(p.ops[0], phase="backward")] + p.ops[1:]
+    text = print_program(p)
+    assert 'phase="backward"' in text
+    q = parse_program(text)
+    assert q == p and q.ops[0].phase == "backward"
+    assert "phase=" not in print_program(matmul_program())  # forward ops print as before
+    with pytest.raises(Exception, match="phase= must be forward, backward or optimizer"):
+        parse_program(text.replace('phase="backward"', 'phase="sideways"'))

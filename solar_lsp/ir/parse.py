@@ -356,7 +356,7 @@ class _Parser:
         if len(deco.args) != 1:
             raise self.err(deco, "@op takes the target string as its only positional argument")
         target = self.str_lit(deco.args[0], "op target")
-        kw = self.keywords(deco, ("line", "id", "kind", "call", "note", "repeat"), "@op")
+        kw = self.keywords(deco, ("line", "id", "kind", "call", "note", "repeat", "phase"), "@op")
         line = None
         if "line" in kw:
             lv = self.lit(kw["line"])
@@ -368,6 +368,9 @@ class _Parser:
         call = self.lit(kw["call"]) if "call" in kw else None
         note = self.str_lit(kw["note"], "note") if "note" in kw else ""
         repeat = self.int_lit(kw["repeat"], "repeat") if "repeat" in kw else 1
+        phase = self.str_lit(kw["phase"], "phase") if "phase" in kw else "forward"
+        if phase not in ("forward", "backward", "optimizer"):
+            raise self.err(deco, f"phase= must be forward, backward or optimizer, not {phase!r}")
         a = fn.args
         if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults:
             raise self.err(fn, f"op {op_id!r}: parameters must be plain input tensor names")
@@ -397,7 +400,7 @@ class _Parser:
                                        "one view/gather line, or `pass`")
                 kernels.append(self.kernel(st))
         return Op(op_id, target, line, inputs, outputs, kernels, kind or "compute", call, note,
-                  repeat=repeat)
+                  repeat=repeat, phase=phase)
 
     def _call_line(self, st: ast.Assign, op_id: str, inputs: list[str], outputs: list[str]):
         if len(st.targets) != 1:

@@ -222,6 +222,8 @@ def _op_lines(op: Op) -> list[str]:
         kw.append(f"note={_q(op.note)}")
     if op.repeat != 1:  # a loop body's op: runs `repeat` times per call
         kw.append(f"repeat={op.repeat!r}")
+    if op.phase != "forward":  # a training step's backward or optimizer op
+        kw.append(f"phase={_q(op.phase)}")
     for t in op.inputs + op.outputs:
         _need_ident(t, "tensor name")
     sig = f"def {fname}({', '.join(op.inputs)})"

@@ -27,9 +27,9 @@ is executable Python (the kernel bodies are plain loops over subscripts).  Gramm
     def index_select_2(w, i) -> t3:
         t3 = gather.index_select(w, 0, i)                 gather: out = gather.NAME(in0, *call[1:], *in[1:])
 
-Decorator keywords: ``@op(target, line=, id=, kind=, call=, note=, repeat=)`` (``id=`` only when
-the op id is not an identifier; ``kind=``/``call=`` only when the op is not printable in
-the one-line form) and ``@kernel(unit=, init=, op=, name=)``.
+Decorator keywords: ``@op(target, line=, id=, kind=, call=, note=, repeat=, phase=)`` (``id=``
+only when the op id is not an identifier; ``kind=``/``call=`` only when the op is not printable
+in the one-line form; ``phase=`` only for a training step's "backward" or "optimizer" ops) and ``@kernel(unit=, init=, op=, name=)``.
 
 Statements: ``out[i] = e``, ``out[i] += e``, ``out[i] *= e``, ``out[i] = max(out[i], e)``
 (op ``max=``), ``out[i] = min(out[i], e)`` (op ``min=``); ``@kernel(op="=")`` marks a

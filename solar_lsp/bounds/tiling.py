@@ -22,10 +22,16 @@ dimensions D(X), let j(X) be the innermost split loop in D(X):
 Dimensions that index every access (batch-like) are tiled by 1 and placed outermost, which is
 optimal in this model; dimensions with identical roles (``b`` and ``s`` of ``x[b,s,k]``) are
 merged into one.
+
+The search evaluates split sets in a fixed order and skips one when a schedule already found is
+at least as good as lower bounds on every schedule of the set (exact in floating point), so it
+finds the same frontier as evaluating them all (``exhaustive_frontier``; issue 17: DenseNet
+concatenations give segments of 50+ dims, where the exhaustive search took minutes).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from dataclasses import dataclass
@@ -35,6 +41,7 @@ import numpy as np
 from solar_lsp.bounds.segmodel import Access, Dim, Pos, SegModel, build_model
 
 CACHE_LIMIT = 20000  # cached frontiers before the cache starts over
+PRUNE_FROM = 64  # split sets from which bounding them pays for itself (benchmarks/bench_tiling.py)
 
 
 @dataclass(frozen=True)
@@ -197,33 +204,67 @@ class _Static:
         self.out_too = a.out_too
 
 
-def _frontier(m: SegModel) -> list[Sched]:
+def exhaustive_frontier(m: SegModel) -> list[Sched]:
+    """The frontier found without pruning (uncached): every split set is evaluated. The
+    reference :func:`frontier` must equal, schedule for schedule (tests and benchmarks)."""
+    return _frontier(m, prune=False)
+
+
+def _frontier(m: SegModel, prune: bool = True) -> list[Sched]:
+    """Evaluate every split set (up to ``max_split`` dims) in a fixed order, then keep the
+    Pareto frontier. With ``prune``, a split set is skipped when a schedule of an earlier split
+    set is at least as good as the best working set *and* the best traffic any of its schedules
+    could reach (:class:`_Bound`): none of its schedules could then be kept, since on a tie the
+    earlier schedule wins, so the frontier is the same, schedule for schedule."""
     costs = _Costs(m)
     statics = [_Static(a) for a in m.accesses]
     n = len(m.dims)
     full = [len(d.ladder) - 1 for d in m.dims]
     splittable = [d for d in range(n) if full[d] > 0]
     whole = [costs.access(ai, full) for ai in range(len(m.accesses))]
+    count = sum(math.comb(len(splittable), k) for k in range(max_split(m) + 1))
+    bound = _Bound(m, costs, full, whole) if prune and count >= PRUNE_FROM else None
+    running = _Running()
     ws_all, tr_all, meta = [], [], []
     for k in range(0, max_split(m) + 1):
         for split in itertools.combinations(splittable, k):
-            grids = np.meshgrid(*[np.arange(full[d]) for d in split], indexing="ij") if split else []
-            size = grids[0].size if split else 1
-            idx: list = [np.full(size, full[d]) for d in range(n)]
-            for d, g in zip(split, grids):
-                idx[d] = g.ravel()
-            trips = [costs.trips[d][idx[d]] if d in split else 1.0 for d in range(n)]
-            acc = [costs.access(ai, idx) if a.dims & set(split) else whole[ai]
-                   for ai, a in enumerate(statics)]
-            prods: dict[tuple[int, ...], object] = {}
-            seen: set = set()
-            for order in itertools.permutations(split):
-                r = _eval_vec(statics, order, trips, acc, size, prods, seen)
-                if r is None:
-                    continue
-                ws_all.append(r[0])
-                tr_all.append(r[1])
-                meta.append((order, idx))
+            if bound is not None and bound.prunes(split, running):
+                continue
+            first = len(ws_all)
+            _eval_split(costs, statics, full, whole, split, (ws_all, tr_all, meta))
+            if bound is not None:
+                running.add(ws_all[first:], tr_all[first:])
+    return _pareto(ws_all, tr_all, meta, n)
+
+
+def _eval_split(costs: _Costs, statics: list[_Static], full: list[int], whole: list, split: tuple,
+                out: tuple[list, list, list]) -> None:
+    """Append (working sets, traffics, (order, tile indices)) of every legal loop order of the
+    split set ``split``, over every tile choice of its dims, to the lists of ``out``."""
+    ws_all, tr_all, meta = out
+    n = len(full)
+    grids = np.meshgrid(*[np.arange(full[d]) for d in split], indexing="ij") if split else []
+    size = grids[0].size if split else 1
+    idx: list = [np.full(size, full[d]) for d in range(n)]
+    for d, g in zip(split, grids):
+        idx[d] = g.ravel()
+    trips = [costs.trips[d][idx[d]] if d in split else 1.0 for d in range(n)]
+    acc = [costs.access(ai, idx) if a.dims & set(split) else whole[ai]
+           for ai, a in enumerate(statics)]
+    prods: dict[tuple[int, ...], object] = {}
+    seen: set = set()
+    for order in itertools.permutations(split):
+        r = _eval_vec(statics, order, trips, acc, size, prods, seen)
+        if r is None:
+            continue
+        ws_all.append(r[0])
+        tr_all.append(r[1])
+        meta.append((order, idx))
+
+
+def _pareto(ws_all: list, tr_all: list, meta: list, n: int) -> list[Sched]:
+    """The frontier of the evaluated schedules: per working set the least traffic, kept only
+    while traffic strictly falls; ties go to the schedule evaluated first."""
     if not ws_all:
         return []
     ws = np.concatenate(ws_all)
@@ -243,6 +284,196 @@ def _frontier(m: SegModel) -> list[Sched]:
         choice = tuple(int(idx[d][o]) for d in range(n))
         out.append(Sched(choice, order, int(ws_i[i]), int(tr_i[i])))
     return out
+
+
+class _Running:
+    """The Pareto frontier of the (rounded) schedules evaluated so far: working set ascending,
+    traffic strictly descending."""
+
+    def __init__(self) -> None:
+        self.ws: list[int] = []
+        self.tr: list[int] = []
+
+    def covers(self, ws: int, tr: int) -> bool:
+        """Whether an evaluated schedule has working set ≤ ``ws`` and traffic ≤ ``tr``."""
+        i = bisect.bisect_right(self.ws, ws) - 1
+        return i >= 0 and self.tr[i] <= tr
+
+    def add(self, ws_list: list, tr_list: list) -> None:
+        """Merge the schedules of one split set (arrays of working sets and traffics)."""
+        if not ws_list:
+            return
+        ws = np.rint(np.concatenate(ws_list)).astype(np.int64)
+        tr = np.rint(np.concatenate(tr_list)).astype(np.int64)
+        by_ws = np.argsort(ws, kind="stable")
+        low = np.minimum.accumulate(tr[by_ws])
+        falls = np.concatenate([[True], low[1:] < low[:-1]])  # where the least traffic falls
+        pts = list(zip(ws[by_ws][falls].tolist(), low[falls].tolist())) + list(zip(self.ws, self.tr))
+        pts.sort()
+        self.ws, self.tr = [], []
+        for w, t in pts:
+            if not self.tr or t < self.tr[-1]:
+                self.ws.append(w)
+                self.tr.append(t)
+
+
+class _Bound:
+    """Lower bounds on the rounded working set and traffic of every schedule of a split set.
+
+    Each is the same floating-point expression as in :func:`_eval_vec`, in the same order, with
+    terms dropped or replaced by ones no larger: footprints and halo factors by their least
+    value over the split dims' tile choices, refetch factors by 1, and the intermediates' levels
+    by at most two of them (the level of those the split set does not touch, and the largest
+    least footprint of those it does, added in either order). Float addition and multiplication
+    of non-negative numbers and rounding to nearest are monotone, so each bound is ≤ the value
+    computed for any schedule of the set, bit for bit, not only up to rounding error."""
+
+    def __init__(self, m: SegModel, costs: _Costs, full: list[int], whole: list):
+        self.m = m
+        self.costs = costs
+        self.full = full
+        acc = m.accesses
+        self.dims = [a.dims for a in acc]
+        self.io = [ai for ai, a in enumerate(acc) if a.role != "mid"]
+        self.mids = [ai for ai, a in enumerate(acc) if a.role == "mid"]
+        self.moved = [ai for ai, a in enumerate(acc) if a.role == "out" or (a.role == "mid" and a.out_too)]
+        self.reads: dict[str, list[int]] = {}
+        for ai, a in enumerate(acc):
+            if a.role == "in":
+                self.reads.setdefault(a.tensor, []).append(ai)
+        self.ws_base = [float(fp) * a.elsize for a, (fp, _h) in zip(acc, whole)]
+        self.tr_base = [float(a.nbytes * h) for a, (_fp, h) in zip(acc, whole)]
+        self.by_dim: list[list[int]] = [[] for _ in m.dims]
+        for ai, d_set in enumerate(self.dims):
+            for d in d_set:
+                self.by_dim[d].append(ai)
+        self.memo: dict[tuple, tuple[float, float]] = {}
+        self._estimates()
+
+    def _estimates(self) -> None:
+        """What the quick estimate starts from: totals with every dim whole, and the dims many
+        accesses share (their estimates are cached per split subset)."""
+        acc = self.m.accesses
+        self.io_set, self.moved_set = set(self.io), set(self.moved)
+        self.sum_ws = sum(self.ws_base[ai] for ai in self.io)
+        self.sum_moved = sum(self.tr_base[ai] for ai in self.moved)
+        self.read_base = {t: max(self.tr_base[ai] for ai in lst) for t, lst in self.reads.items()}
+        self.sum_reads = sum(self.read_base.values())
+        self.mids_desc = sorted(self.mids, key=lambda ai: -self.ws_base[ai])
+        self.read_of = {ai: a.tensor for ai, a in enumerate(acc) if a.role == "in"}
+        self.heavy = {d for d, lst in enumerate(self.by_dim) if len(lst) > 4}
+        self.by_heavy: dict[tuple[int, ...], tuple] = {}
+        self.scale = (self.sum_ws + sum(self.ws_base), sum(self.tr_base) * 16)
+        few = len(acc) < 256  # then sums of whole numbers below 2**44 stay exact (below 2**52)
+        self.exact = (few and all(_whole(v) for v in self.ws_base), few and all(_whole(v) for v in self.tr_base))
+
+    def prunes(self, split: tuple[int, ...], running: _Running) -> bool:
+        """Whether an evaluated schedule is at least as good as both bounds of ``split``. A
+        quick estimate settles most split sets: it is exact when every term is a whole number
+        (float sums of those below 2**53 are exact), else off by rounding only, far less than
+        its slack; the exact bounds (:meth:`of`) settle the rest. The estimate starts from the
+        split set's dims that many accesses share (cached) and corrects the accesses of the
+        others."""
+        heavy = tuple(d for d in split if d in self.heavy)
+        if heavy not in self.by_heavy:
+            self.by_heavy[heavy] = self._estimate(heavy)
+        ws, mv, rd_total, rd, exact_w, exact_t = self.by_heavy[heavy]
+        chosen, hset = frozenset(split), frozenset(heavy)
+        fix = {ai for d in split if d not in self.heavy for ai in self.by_dim[d]}
+        for ai in fix:
+            w, t = self._term(ai, chosen)
+            w0, t0 = self._term(ai, hset)
+            exact_w, exact_t = exact_w and _whole(w), exact_t and _whole(t)
+            if ai in self.io_set:
+                ws += w - w0
+            if ai in self.moved_set:
+                mv += t - t0
+        for t in {self.read_of[ai] for ai in fix if ai in self.read_of}:
+            rd_total += max(self._term(ai, chosen)[1] for ai in self.reads[t]) - rd.get(t, self.read_base[t])
+        mine = [self._term(ai, chosen)[0] for ai in self.mids if self.dims[ai] & chosen]
+        exact_w = exact_w and all(_whole(v) for v in mine)
+        ws += next((self.ws_base[ai] for ai in self.mids_desc if not self.dims[ai] & chosen), 0.0)
+        ws += max(mine, default=0.0)
+        tr = mv + rd_total
+        sw = 0.0 if self.exact[0] and exact_w else self.scale[0] * 1e-9 + 2.0
+        st = 0.0 if self.exact[1] and exact_t else self.scale[1] * 1e-9 + 2.0
+        if running.covers(math.floor(ws - sw), math.floor(tr - st)):
+            return True
+        if not running.covers(math.ceil(ws + sw), math.ceil(tr + st)):
+            return False
+        return running.covers(*self.of(split))
+
+    def _estimate(self, heavy: tuple[int, ...]) -> tuple:
+        """The estimate's parts for a split set of shared dims only: in/out working set, bytes of
+        outputs and spilled intermediates, total and per-tensor reads, and whether every term
+        was a whole number."""
+        chosen = frozenset(heavy)
+        touched = {ai for d in heavy for ai in self.by_dim[d]}
+        terms = {ai: self._term(ai, chosen) for ai in touched}
+        ws = self.sum_ws + sum(terms[ai][0] - self.ws_base[ai] for ai in touched if ai in self.io_set)
+        mv = self.sum_moved + sum(terms[ai][1] - self.tr_base[ai] for ai in touched if ai in self.moved_set)
+        rd = {t: max(terms[ai][1] if ai in terms else self.tr_base[ai] for ai in self.reads[t])
+              for t in {self.read_of[ai] for ai in touched if ai in self.read_of}}
+        rd_total = self.sum_reads + sum(v - self.read_base[t] for t, v in rd.items())
+        exact_w = all(_whole(w) for w, _t in terms.values())
+        exact_t = all(_whole(t) for _w, t in terms.values())
+        return ws, mv, rd_total, rd, exact_w, exact_t
+
+    def _term(self, ai: int, chosen: frozenset[int]) -> tuple[float, float]:
+        """Least working-set and traffic terms of access ``ai`` when the dims of ``chosen`` are
+        split (its whole-extent terms if it has none of them)."""
+        dims = chosen & self.dims[ai]
+        if not dims:
+            return self.ws_base[ai], self.tr_base[ai]
+        fp, halo = self._least(ai, dims)
+        a = self.m.accesses[ai]
+        return fp * a.elsize, float(a.nbytes * halo)
+
+    def of(self, split: tuple[int, ...]) -> tuple[int, int]:
+        """(working set, traffic) lower bounds, rounded like the schedules' values."""
+        ws_t = list(self.ws_base)
+        tr_t = list(self.tr_base)
+        chosen = frozenset(split)
+        touched = {ai for d in split for ai in self.by_dim[d]}
+        for ai in touched:
+            fp, halo = self._least(ai, chosen & self.dims[ai])
+            ws_t[ai] = fp * self.m.accesses[ai].elsize
+            tr_t[ai] = float(self.m.accesses[ai].nbytes * halo)
+        ws = 0.0
+        for ai in self.io:
+            ws = ws + ws_t[ai]
+        rest = [ws_t[ai] for ai in self.mids if ai not in touched]
+        mine = [ws_t[ai] for ai in self.mids if ai in touched]
+        if rest and mine:
+            x, y = max(rest), max(mine)
+            ws = min((ws + x) + y, (ws + y) + x)
+        elif rest or mine:
+            ws = ws + max(rest or mine)
+        traffic = 0.0
+        for ai in self.moved:
+            traffic = traffic + tr_t[ai]
+        for lst in self.reads.values():
+            traffic = traffic + max(tr_t[ai] for ai in lst)
+        return int(np.rint(ws)), int(np.rint(traffic))
+
+    def _least(self, ai: int, dims: frozenset[int]) -> tuple[float, float]:
+        """Least footprint and least halo factor of access ``ai`` when ``dims`` take any tile
+        but their whole extent and every other dim its whole extent (as :meth:`_Costs.access`
+        multiplies them)."""
+        key = (ai, dims)
+        if key not in self.memo:
+            c, a = self.costs, self.m.accesses[ai]
+            fp = 1.0
+            for d in a.plain:
+                fp = fp * (c.fpdim[d][: self.full[d]].min() if d in dims else c.fpdim[d][self.full[d]])
+            halo = 1.0
+            for pos, (tfp, ttot) in zip(a.affine, c.tables[ai]):
+                sel = tuple(slice(0, self.full[d]) if d in dims else self.full[d] for d, _ in pos.terms)
+                top = ttot[tuple(self.full[d] for d, _ in pos.terms)]
+                fp = fp * np.min(tfp[sel])
+                halo = halo * (np.min(ttot[sel]) / max(top, 1.0))
+            self.memo[key] = (float(fp), float(max(halo, 1.0)))
+        return self.memo[key]
 
 
 def _eval_vec(statics: list[_Static], order, trips, acc, size, prods: dict, seen: set):
@@ -296,6 +527,11 @@ def _eval_vec(statics: list[_Static], order, trips, acc, size, prods: dict, seen
     return np.broadcast_to(ws, (size,)), np.broadcast_to(traffic, (size,))
 
 
+def _whole(v: float) -> bool:
+    """A whole number below 2**44: a sum or difference of fewer than 256 of them is exact."""
+    return v.is_integer() and abs(v) < 2.0**44
+
+
 def _prod(xs: list) -> np.ndarray | float:
     out: np.ndarray | float = 1.0
     for x in xs:
@@ -310,4 +546,4 @@ def best_within(front: list[Sched], capacity: float) -> Sched | None:
 
 
 __all__ = ["Access", "Dim", "Pos", "SegModel", "Sched", "all_schedules", "best_within",
-           "build_model", "evaluate", "frontier"]
+           "build_model", "evaluate", "exhaustive_frontier", "frontier"]

@@ -56,6 +56,15 @@ DEFAULT_CSV = HERE / "data" / "kernelbench_timing.csv"
 DEFAULT_CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
 DEFAULT_CACHE = DEFAULT_CACHE / "solar-lsp" / "gpu-truth"
 SETS = ("v0.1", "v0.2")
+WARM_L2 = "@warm-l2"  # solar's chip suffix for runs whose L2 is not flushed between trials
+
+
+def priced_as(chip: str, l2_flush: str, cold: bool = False) -> str:
+    """The ``--hw`` chip a machine's times are checked against: on a machine that does not
+    flush L2 between trials (CSV ``l2_flush`` other than ``yes``) the chip's warm-L2 variant,
+    whose bound prices what a warm L2 can serve at the L2 bandwidth (docs/sol-model.md
+    "Warm L2"); ``cold`` checks every machine against the plain DRAM bound."""
+    return chip if cold or l2_flush == "yes" else chip + WARM_L2
 
 
 # --------------------------------------------------------------------------------------- inputs
@@ -135,12 +144,16 @@ class Chips:
         self._ok: dict[str, str | None] = {}
 
     def arg(self, chip: str) -> str:
+        if chip.endswith(WARM_L2):
+            return self.arg(chip[: -len(WARM_L2)]) + WARM_L2
         if chip in self.overrides:
             return str(self.overrides[chip])
         path = self.hardware_dir / f"{chip}.toml"
         return str(path) if path.is_file() else chip
 
     def content(self, chip: str) -> bytes:
+        if chip.endswith(WARM_L2):
+            return self.content(chip[: -len(WARM_L2)]) + WARM_L2.encode()
         p = pathlib.Path(self.arg(chip))
         return p.read_bytes() if p.is_file() else chip.encode()
 
@@ -300,7 +313,10 @@ def build_jobs(
 
 def analyse(g: dict, chips: Chips, args, fingerprint: str) -> dict:
     """Run (or fetch from the cache) the analysis of one job; returns the job with results."""
-    names = sorted({chip for _, chip in g["timings"]})
+    g["priced_as"] = {
+        (m, c): priced_as(c, g["l2_flush"].get(m, ""), args.cold_l2) for m, c in g["timings"]
+    }
+    names = sorted(set(g["priced_as"].values()))
     g["chip_problems"] = {c: chips.problem(c) for c in names if chips.problem(c)}
     usable = [c for c in names if c not in g["chip_problems"]]
     g["doc"], g["error"], g["seconds"], g["cached"] = None, None, 0.0, False
@@ -365,14 +381,16 @@ def rows_of(g: dict) -> list[dict]:
             "analysis_s": round(g["seconds"], 2),
             "cached": g["cached"],
         }
-        cp = g["chip_problems"].get(chip)
-        hw = by_hw.get(chip)
+        name = g.get("priced_as", {}).get((machine, chip), chip)
+        row["priced_as"] = name
+        cp = g["chip_problems"].get(name)
+        hw = by_hw.get(name)
         if cp:
             row.update(status="no-chip", error=cp)
         elif err is not None:
             row.update(status="error", error=err)
         elif hw is None:
-            row.update(status="error", error=f"no by_hardware entry for {chip}")
+            row.update(status="error", error=f"no by_hardware entry for {name}")
         else:
             t_f = hw["t_fused_s"] * 1e3
             t_c = hw.get("t_cache_aware_s", hw["t_fused_s"]) * 1e3
@@ -414,6 +432,8 @@ def report(rows: list[dict], skipped: list[dict], file=sys.stdout) -> None:
         failed = [r for r in rs if r["status"] != "ok"]
         flush = {r["l2_flush"] for r in rs}
         note = {"yes": "L2 flushed before each trial", "no": "warm L2: no flush between trials"}
+        as_ = sorted({r.get("priced_as", chip) for r in rs} - {chip})
+        chip = chip + (f" (priced as {', '.join(as_)})" if as_ else "")
         p(
             f"\n## {s} {machine} -> {chip}: {len(ok)} problems checked, {len(failed)} not analysed"
             + (
@@ -540,6 +560,12 @@ def main(argv: list[str] | None = None) -> int:
         help="analyse the checkout's file even where it differs from the timed version "
         "(rows are marked source=checkout-differs)",
     )
+    ap.add_argument(
+        "--cold-l2",
+        action="store_true",
+        help="check every machine against the DRAM-bandwidth bound, also those that do not "
+        "flush L2 between trials (by default those are checked against CHIP@warm-l2)",
+    )
     ap.add_argument("--json", type=pathlib.Path, dest="json_out", help="write every row here")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args(argv)
@@ -620,6 +646,7 @@ def main(argv: list[str] | None = None) -> int:
                     "kb_dirs": {k: str(v) for k, v in kb_dirs.items()},
                     "solar": solar,
                     "solar_args": args.solar_args,
+                    "cold_l2": args.cold_l2,
                     "code_fingerprint": fingerprint,
                     "rows": out_rows,
                     "stale": skipped,

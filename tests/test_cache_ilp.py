@@ -307,19 +307,33 @@ def get_init_inputs():
 
 
 @pytest.mark.parametrize("onchip,spill", [(6 * 2**20, 0), (3 * 2**20, 2**20)])
-def test_a_forced_cut_costs_only_what_does_not_fit(tmp_path, onchip, spill):
+def test_a_forced_cut_costs_only_what_does_not_fit(tmp_path, monkeypatch, onchip, spill):
     """A cut made by the search limits, not by capacity: the 4 MiB intermediate handed across
     it stays on chip when it fits (the bound equals fused), and only the part that does not fit
     is written out and read back. The live set (x and one intermediate, 8 MiB) exceeds both
-    capacities, so this is the ILP's answer, not the everything-fits rule."""
+    capacities, so this is the ILP's answer, not the everything-fits rule. The whole chain as
+    one kernel (the streamed segments) is taken out of the space to force the cut."""
     from solar_lsp.pipeline.analyze import Config, analyze_file
+    monkeypatch.setattr(cache_ilp, "_streamed", lambda fg, group, have: [])
     e = only_entry(analyze_file(write(tmp_path, "chain.py", CHAIN),
                                 Config(hw=["h100-sxm"], verify=False, onchip=onchip)))
     t = e.totals
     assert t["bytes_fused"] == 2 * 4 * 2**20
-    if spill:  # 18 ops, at most 8 per kernel: the fewest cuts, two
+    if spill:  # 18 ops, at most 8 per enumerated kernel: the fewest cuts, two
         assert t["segments"] == 3
     assert t["bytes_cache_aware"] == t["bytes_fused"] + 2 * (t["segments"] - 1) * spill
+
+
+@pytest.mark.parametrize("onchip", [6 * 2**20, 3 * 2**20])
+def test_a_chain_longer_than_the_enumeration_streams_as_one_kernel(tmp_path, onchip):
+    """18 elementwise ops, more than MAX_SEGMENT_OPS: a compiler still runs them as one kernel
+    that streams x tile by tile, so no intermediate is charged at any capacity (before, the
+    cut the enumeration forced charged 2 MiB per cut at 3 MiB on chip)."""
+    from solar_lsp.pipeline.analyze import Config, analyze_file
+    e = only_entry(analyze_file(write(tmp_path, "chain.py", CHAIN),
+                                Config(hw=["h100-sxm"], verify=False, onchip=onchip)))
+    assert e.totals["segments"] == 1
+    assert e.totals["bytes_cache_aware"] == e.totals["bytes_fused"] == 2 * 4 * 2**20
 
 
 def test_inverse_roofline_has_cache_aware_shortfall_for_every_chip():

@@ -17,13 +17,14 @@ fits; compulsory traffic is always paid, so T_cache ≥ T_fused.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pulp
 
 from solar_lsp.bounds.einsum_graph import tensor_bytes
-from solar_lsp.bounds.fusion import FusionGraph, analyze, candidate_segments
-from solar_lsp.bounds.sol import OpCost, UnitWork, boundary_bytes
+from solar_lsp.bounds.fusion import MAX_CONTRACTIONS, FusionGraph, analyze, candidate_segments
+from solar_lsp.bounds.sol import OpCost, UnitWork, boundary_bytes, gather_reads, warm_l2_bytes
 from solar_lsp.bounds.tiling import (
     CACHE_LIMIT,
     Sched,
@@ -142,42 +143,136 @@ def build_plan(p, costs: list[OpCost]) -> Plan:
     cands: list[list[SegCand]] = []
     first_reader = _first_readers(p)
     loops = _LoopFacts.of(p)
-    dead = _dead(fg)
+    redo = _recomputed(fg)
+    dead = _dead(fg) | frozenset(redo)
     for g in fg.groups:
         lst = []
-        for seg in candidate_segments(fg, g):
-            ops = [fg.ops[o] for o in seg]
-            need = fg.needed_outside(set(seg))
+        segs = candidate_segments(fg, g)
+        for seg in segs + _streamed(fg, g, segs):
+            need = _need(fg, seg, redo)
             crossing = tuple(_credited(fg, seg, first_reader, need))
-            m = build_model(p, fg.vm, ops, fg.free_tensors, need, dead)
-            rep = getattr(ops[0], "repeat", 1)  # a loop body's kernel runs once per iteration
-            if m is None:
-                if len(seg) > 1:
-                    continue
-                b = by_id[seg[0]].bytes if seg[0] in by_id else 0
-                front, trips = [Sched((), (), 0, b)], [rep]
-                if rep > 1:  # all of it resident across iterations: read once, but each trip's slice
-                    slices = (rep - 1) * loops.per_trip_bytes(fg, seg, rep, need)
-                    front.append(Sched((), (), b // rep, b // rep + slices))
-                    trips.append(1)
-                lst.append(SegCand(seg, None, front, crossing, trips))
-                continue
-            front = frontier(m)
-            trips = [1] * len(front)
-            if rep > 1:
-                # Either the body streams its operands every iteration (traffic × trips), or the
-                # capacity holds them across iterations (weights stay resident, the carry stays
-                # on chip): traffic once, and everything one iteration moves must then fit on
-                # chip (working set ≥ that traffic). The second is optimistic where it applies,
-                # which keeps the bound a lower bound; per-trip slices of the loop's inputs and
-                # outputs are in the fused bound it is maxed with.
-                slices = (rep - 1) * loops.per_trip_bytes(fg, seg, rep, need)  # x[t] is new every trip
-                front = [Sched(s.choice, s.order, s.ws, s.traffic * rep) for s in front] + [
-                    Sched(s.choice, s.order, max(s.ws, s.traffic), s.traffic + slices) for s in front]
-                trips = [rep] * (len(front) // 2) + [1] * (len(front) // 2)
-            lst.append(SegCand(seg, m, front, crossing, trips))
+            c = _candidate(fg, seg, need, crossing, dead, loops, by_id)
+            if c is not None:
+                lst.append(c)
         cands.append(lst)
     return Plan(fg, fg.groups, cands, by_id, time.perf_counter() - t0)
+
+
+def _candidate(fg: FusionGraph, seg: tuple[str, ...], need: set[str], crossing: tuple[int, ...],
+               dead: frozenset[str], loops: _LoopFacts, by_id: dict[str, OpCost]) -> SegCand | None:
+    """The candidate of one segment with its schedule frontier; None for several ops the
+    tiling model cannot describe as one kernel."""
+    p = fg.p
+    ops = [fg.ops[o] for o in seg]
+    m = build_model(p, fg.vm, ops, fg.free_tensors, need, dead)
+    rep = getattr(ops[0], "repeat", 1)  # a loop body's kernel runs once per iteration
+    if m is None:
+        if len(seg) > 1:
+            return None
+        b = by_id[seg[0]].bytes if seg[0] in by_id else 0
+        front, trips = [Sched((), (), 0, b)], [rep]
+        if rep > 1:  # all of it resident across iterations: read once, but each trip's slice
+            slices = (rep - 1) * loops.per_trip_bytes(fg, seg, rep, need)
+            front.append(Sched((), (), b // rep, b // rep + slices))
+            trips.append(1)
+        return SegCand(seg, None, front, crossing, trips)
+    front = frontier(m)
+    trips = [1] * len(front)
+    if rep > 1:
+        # Either the body streams its operands every iteration (traffic × trips), or the
+        # capacity holds them across iterations (weights stay resident, the carry stays
+        # on chip): traffic once, and everything one iteration moves must then fit on
+        # chip (working set ≥ that traffic). The second is optimistic where it applies,
+        # which keeps the bound a lower bound; per-trip slices of the loop's inputs and
+        # outputs are in the fused bound it is maxed with.
+        slices = (rep - 1) * loops.per_trip_bytes(fg, seg, rep, need)  # x[t] is new every trip
+        front = [Sched(s.choice, s.order, s.ws, s.traffic * rep) for s in front] + [
+            Sched(s.choice, s.order, max(s.ws, s.traffic), s.traffic + slices) for s in front]
+        trips = [rep] * (len(front) // 2) + [1] * (len(front) // 2)
+    return SegCand(seg, m, front, crossing, trips)
+
+
+def _streamed(fg: FusionGraph, group: list[str], have: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Segments beyond the enumeration's limits (MAX_SEGMENT_OPS, MAX_SEGMENTS) that a compiler
+    runs as one kernel: the whole group, and each connected run of its elementwise and
+    reduction ops (the contractions taken out), where convex. Without them a long elementwise
+    chain into a reduction (a loss: 9-11 ops) is cut, and the cut charges DRAM for an
+    intermediate that a real kernel streams tile by tile and never stores. Whether such a
+    segment is one kernel at all (tiles that line up) is the tiling model's to say."""
+    members = [o for o in group if fg.kind[o] != "contraction"]
+    inside = set(members)
+    parent = {o: o for o in members}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for a, b in fg.edges:
+        if a in inside and b in inside:
+            parent[find(a)] = find(b)
+    runs: dict[str, list[str]] = {}
+    for o in members:
+        runs.setdefault(find(o), []).append(o)
+    extra = list(runs.values())
+    if sum(fg.kind[o] == "contraction" for o in group) <= MAX_CONTRACTIONS:
+        extra.append(list(group))
+    seen = {frozenset(s) for s in have}
+    out = []
+    for s in extra:
+        key = frozenset(s)
+        if len(s) > 1 and key not in seen and fg.convex(set(s)):
+            seen.add(key)
+            out.append(tuple(sorted(s, key=fg.index.get)))
+    return out
+
+
+def _recomputed(fg: FusionGraph) -> dict[str, set[str]]:
+    """Tensors no kernel needs to store because every op that reads them outside their own op is
+    a gather of fewer elements, which can compute those elements from the writing kernel's
+    operands instead (log_softmax then gather, as in cross-entropy: the per-row max and sum are
+    kept, the log-probabilities never stored). Only an elementwise kernel (``=``, no reduction)
+    whose operands produced by other kernels take no more bytes than the tensor, so that storing
+    them instead never costs more. Maps each such tensor to those operands."""
+    p = fg.p
+    out: dict[str, set[str]] = {}
+    leaves = set(p.inputs) | set(p.params)
+    for op in p.ops:
+        if op.repeat != 1:
+            continue
+        writers = Counter(k.out.tensor for k in op.kernels)  # (once per op: ops of 9,000 kernels)
+        for k in op.kernels:
+            x = k.out.tensor
+            if (k.op != "=" or k.reduce_vars or k.guards or k.init == "keep" or x in fg.output_sources
+                    or writers[x] != 1):
+                continue
+            readers = fg.readers.get(x, set()) - {op.id}
+            if not readers or any(not _gathers_less(fg, fg.ops[r], x) for r in readers):
+                continue
+            made = {p.base(ld.tensor) for ld in loads(k.expr)} - leaves - fg.free_tensors
+            if sum(tensor_bytes(p, t) for t in made) <= tensor_bytes(p, x):
+                out[x] = made
+    return out
+
+
+def _gathers_less(fg: FusionGraph, op, x: str) -> bool:
+    """Does ``op`` read ``x`` (or a view of it) only by gathering fewer elements than it has?"""
+    p = fg.p
+    if op.kind != "gather":
+        return False
+    via = [t for t in op.inputs if p.base(t) == x]
+    reads = [gather_reads(p, op, t) for t in via]
+    return bool(via) and all(r is not None and r < p.tensors[x].numel for r in reads)
+
+
+def _need(fg: FusionGraph, seg: tuple[str, ...], redo: dict[str, set[str]]) -> set[str]:
+    """What ``seg`` writes for later ops: a recomputed tensor's operands in its place."""
+    need = fg.needed_outside(set(seg))
+    for x in need & set(redo):
+        need.discard(x)
+        written = {k.out.tensor for o in seg for k in fg.ops[o].kernels}
+        need |= redo[x] & written
+    return need
 
 
 @dataclass(frozen=True)
@@ -447,6 +542,11 @@ def evaluate_solution(plan: Plan, sol: Solution, chip: Chip) -> CacheAware:
     # loop-resident schedules count the slices a loop moves per trip only one loop level deep
     # (nested scans can come out below it), so the total never reports less than it.
     total = max(total, boundary_bytes(plan.fg.p))
+    if chip.warm_l2:
+        # A warm L2 serves at most warm_l2_bytes of the compulsory traffic, and each byte it
+        # serves shortens one kernel's max(compute, DRAM) by at most one byte's DRAM time: the
+        # least time of the space drops by no more than that (docs/sol-model.md "Warm L2").
+        t = max(t_comp, t - warm_l2_bytes(plan.fg.p, chip) / chip.dram_bytes_per_s)
     bound = "compute" if t_comp >= t_mem and t_comp > 0 else "memory"
     return CacheAware(t, total, bound, segs)
 

@@ -154,7 +154,7 @@ def op_bytes(p: Program, op: Op) -> int:
     if op.kind == "gather":  # a gather reads its table only where it gathers (ir/calls_index)
         ins = 0
         for t in op.inputs:
-            r = _call_reads(p, op, t)
+            r = gather_reads(p, op, t)
             ins += tensor_bytes(p, t) if r is None else min(r * dtype_size(p.tensors[t].dtype),
                                                             tensor_bytes(p, t))
         return ins + outs
@@ -162,8 +162,9 @@ def op_bytes(p: Program, op: Op) -> int:
     return ins + outs
 
 
-def _call_reads(p: Program, op: Op, t: str) -> int | None:
-    """Elements a composition step must read of its input ``t`` (None: all of it)."""
+def gather_reads(p: Program, op: Op, t: str) -> int | None:
+    """Elements a composition step (a gather, an index) must read of its input ``t`` (None:
+    all of it)."""
     if not op.call or t not in op.inputs:
         return None
     reads = calls_index.input_reads(op.call, [p.tensors[i].shape for i in op.inputs],
@@ -194,18 +195,102 @@ def op_costs(p: Program, g: nx.MultiDiGraph, policy: Policy) -> list[OpCost]:
         shapes = [list(p.tensors[t].shape) for t in op.inputs + op.outputs]
         dtype = p.tensors[op.outputs[0]].dtype if op.outputs else ""
         costs.append(OpCost(op, counts, work, op_bytes(p, op) * op.repeat, einsums, shapes, dtype))
-    return costs
+    return _fold_parts(costs)
+
+
+def part_of(op: Op) -> str | None:
+    """The op that ``op`` is a part of (``call = ("part", owner, ...)``): one framework op the
+    frontend emitted as several, a loop body among them (an RNN layer's steps), which the
+    framework still launches as one call; None for an op of its own."""
+    c = op.call
+    return c[1] if op.kind == "compute" and c and c[0] == "part" else None
+
+
+def parts_by_owner(p: Program) -> dict[str, list[Op]]:
+    """Each owner op's parts (:func:`part_of`), in program order."""
+    out: dict[str, list[Op]] = {}
+    for op in p.ops:
+        owner = part_of(op)
+        if owner is not None:
+            out.setdefault(owner, []).append(op)
+    return out
+
+
+def _fold_parts(costs: list[OpCost]) -> list[OpCost]:
+    """Each part's counts, work and bytes added to its owner's cost (which follows its parts):
+    the unfused time prices the framework op as one launch."""
+    pending: dict[str, list[OpCost]] = {}
+    out = []
+    for c in costs:
+        owner = part_of(c.op)
+        if owner is not None:
+            pending.setdefault(owner, []).append(c)
+            continue
+        for part in pending.pop(c.op.id, []):
+            c.counts = c.counts + part.counts
+            c.work += part.work
+            c.bytes += part.bytes
+            c.einsums = part.einsums + c.einsums
+        out.append(c)
+    return out + [c for parts in pending.values() for c in parts]
 
 
 def boundary_bytes(p: Program) -> int:
     """Fused traffic: graph inputs, weights and outputs each once (union of regions read)."""
+    return sum(boundary_split(p))
+
+
+def boundary_split(p: Program) -> tuple[int, int]:
+    """The fused traffic as (bytes read of inputs and weights, bytes written of outputs). A
+    training step fuses within each phase only (docs/training.md): the sums over its phases of
+    :func:`phase_boundary_split`, so the activations the backward reads are written and read."""
+    if all(op.phase == "forward" for op in p.ops):
+        return _one_kernel_split(p)
+    parts = phase_boundary_split(p).values()
+    return sum(r for r, _ in parts), sum(w for _, w in parts)
+
+
+PHASES = ("forward", "backward", "optimizer")
+
+
+def phase_boundary_split(p: Program) -> dict[str, tuple[int, int]]:
+    """Fused traffic (reads, writes) of each phase of ``p`` run as one kernel: what the phase
+    reads that it does not produce (inputs, weights, tensors of the other phases) and what it
+    writes that another phase reads or the program returns, each once. Fusion never crosses a
+    phase: the forward writes the activations the backward reads back, the backward writes the
+    gradients the optimizer reads."""
+    made: dict[str, str] = {}
+    reads: dict[str, list[str]] = {}
+    for op in p.ops:
+        if op.kind == "view":
+            continue
+        for t in op.outputs + [k.out.tensor for k in op.kernels]:
+            made.setdefault(p.base(t), op.phase)
+        reads.setdefault(op.phase, [])
+        reads[op.phase] += [p.base(t) for t in op.inputs]
+    returned = {p.base(t) for t in p.outputs}
+    read_by = {ph: set(r) for ph, r in reads.items()}
+    out = {}
+    for ph in [x for x in PHASES if x in reads] + sorted(set(reads) - set(PHASES)):
+        elsewhere = set().union(*(r for q, r in read_by.items() if q != ph))
+        sub = copy.copy(p)
+        sub.ops = [op for op in p.ops if op.phase == ph]
+        sub.inputs = list(dict.fromkeys(b for b in reads[ph] if made.get(b) != ph))
+        sub.params = []
+        sub.outputs = [b for b, where in made.items()
+                       if where == ph and (b in returned or b in elsewhere)]
+        out[ph] = _one_kernel_split(sub)
+    return out
+
+
+def _one_kernel_split(p: Program) -> tuple[int, int]:
     readers: dict[str, list[tuple[Op, str]]] = {}
     for op in p.ops:
         if op.kind == "view":
             continue
         for t in op.inputs:
             readers.setdefault(p.base(t), []).append((op, t))
-    total = 0
+    reads = 0
     for t in p.inputs + p.params:
         uses = readers.get(t, [])
         if not uses:
@@ -214,22 +299,46 @@ def boundary_bytes(p: Program) -> int:
         partial = 0
         whole = False
         for op, via in uses:
-            r = _call_reads(p, op, via) if op.kind == "gather" else None
+            r = gather_reads(p, op, via) if op.kind == "gather" else None
             if r is not None:  # a loop body's op reads its part every iteration
                 partial += r * dtype_size(p.tensors[t].dtype) * op.repeat
             elif via != t and p.unique_numel(via) < p.tensors[t].numel:
                 partial += tensor_bytes(p, via) * op.repeat
             else:
                 whole = True
-        total += full if whole else min(full, partial)
+        reads += full if whole else min(full, partial)
     written = set()
+    writes = 0
     for t in p.outputs:
         b = p.base(t)
         if b in p.inputs or b in p.params or b in written:
             continue
         written.add(b)
-        total += tensor_bytes(p, b)
-    return total
+        writes += tensor_bytes(p, b)
+    return reads, writes
+
+
+def warm_l2_bytes(p: Program, chip: Chip) -> int:
+    """Bytes of the fused traffic that a warm L2 may serve without DRAM (docs/sol-model.md
+    "Warm L2"), 0 unless ``chip.warm_l2``: runs back to back with no flush between them start
+    with at most the L2's capacity of data in it, so at most ``l2_bytes`` of the input reads
+    hit, and end with at most ``l2_bytes`` of written outputs not yet written back."""
+    if not chip.warm_l2:
+        return 0
+    reads, writes = boundary_split(p)
+    return min(reads, chip.l2_bytes) + min(writes, chip.l2_bytes)
+
+
+def memory_seconds(p: Program, chip: Chip, nbytes: int) -> float:
+    """Seconds the fused traffic ``nbytes`` of ``p`` takes at least: ``nbytes / β_DRAM``, or on
+    a warm-L2 chip the larger of the DRAM bytes a warm L2 cannot serve over the DRAM bandwidth
+    and the input reads over the L2 bandwidth (every read passes through L2)."""
+    if not chip.warm_l2:
+        return nbytes / chip.dram_bytes_per_s
+    reads, _ = boundary_split(p)
+    t_dram = max(0, nbytes - warm_l2_bytes(p, chip)) / chip.dram_bytes_per_s
+    t_l2 = reads / chip.l2_bytes_per_s if chip.l2_bytes_per_s else 0.0
+    return max(t_dram, t_l2)
 
 
 @dataclass
@@ -261,13 +370,14 @@ def unfused(costs: list[OpCost], chip: Chip) -> Fidelity:
 
 
 def fused(costs: list[OpCost], p: Program, chip: Chip) -> Fidelity:
-    """SOL with the whole program one kernel: all work against the boundary bytes alone."""
+    """SOL with the whole program one kernel: all work against the boundary bytes alone (on a
+    warm-L2 chip, the part a warm L2 serves priced at the L2 bandwidth: ``memory_seconds``)."""
     work = UnitWork()
     for c in costs:
         work += c.work
     units = work.times(chip)
     b = boundary_bytes(p)
-    t_mem = b / chip.dram_bytes_per_s
+    t_mem = memory_seconds(p, chip, b)
     t_comp = max(units.values(), default=0.0)
     return Fidelity(max(t_mem, t_comp), "compute" if t_comp >= t_mem and t_comp > 0 else "memory", b, units)
 

@@ -64,6 +64,8 @@ def chip_to_dict(chip: Chip) -> dict[str, Any]:
         "dram_bytes_per_s": chip.dram_bytes_per_s,
         "dram_capacity_bytes": chip.dram_capacity_bytes,
         "l2_bytes": chip.l2_bytes,
+        "l2_bytes_per_s": chip.l2_bytes_per_s,
+        "warm_l2": chip.warm_l2,
         "smem_per_sm_bytes": chip.smem_per_sm_bytes,
         "onchip_bytes": chip.onchip_bytes,
         "matrix": dict(chip.matrix),
@@ -119,6 +121,8 @@ def _chip_table(chip: Chip) -> Table:
         "-" if chip.dram_capacity_bytes is None else f"{chip.dram_capacity_bytes / 1e9:.0f} GB",
     )
     row("l2_bytes", f"{chip.l2_bytes / 2**20:.1f} MiB")
+    l2bw = chip.l2_bytes_per_s
+    row("l2_bytes_per_s", "-" if l2bw is None else f"{l2bw / 1e12:.2f} TB/s")
     row("smem_per_sm_bytes", f"{chip.smem_per_sm_bytes / 2**10:.0f} KiB")
     for unit in UNITS:
         figures = getattr(chip, unit)

@@ -30,6 +30,7 @@ __all__ = [
     "ALIASES",
     "DTYPES",
     "UNITS",
+    "WARM_L2_SUFFIX",
     "Chip",
     "HardwareError",
     "canonical_dtype",
@@ -44,6 +45,9 @@ UNITS: tuple[str, ...] = ("matrix", "vector", "sfu")
 
 #: Data-type names accepted as keys of the unit tables.
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+
+#: Suffix of a chip name or path that asks for warm-L2 bounds (``Chip.warm_l2``).
+WARM_L2_SUFFIX = "@warm-l2"
 
 #: Short names users type, mapped to bundled chip names.
 ALIASES: Mapping[str, str] = MappingProxyType(
@@ -137,6 +141,7 @@ _SCALAR_FIELDS: Mapping[str, tuple[str, bool]] = MappingProxyType(
         "dram_bytes_per_s": ("float", True),
         "dram_capacity_bytes": ("float", False),
         "l2_bytes": ("int", True),
+        "l2_bytes_per_s": ("float", False),  # L2 -> SM read bandwidth (warm-L2 bounds)
         "smem_per_sm_bytes": ("int", True),
     }
 )
@@ -184,6 +189,8 @@ class Chip:
     path: str
     unsupported: Mapping[str, frozenset[str]] = dataclasses.field(
         default_factory=lambda: MappingProxyType({}))
+    l2_bytes_per_s: float | None = None  # None: not known (a warm L2 then costs no time)
+    warm_l2: bool = False  # inputs and outputs may stay in L2 between runs (``name@warm-l2``)
 
     # The mapping fields are read-only proxies and not hashable; identity of a chip is its
     # file and name, which is what caches keyed on chips need.
@@ -316,9 +323,15 @@ def load_chip(name_or_path: str | os.PathLike[str]) -> Chip:
     """Load a bundled chip by name (case-insensitive, aliases allowed) or a user's TOML file.
 
     Anything that ends in ``.toml``, contains a path separator or names an existing file is
-    treated as a path; everything else as a bundled chip name.
+    treated as a path; everything else as a bundled chip name. A trailing ``@warm-l2``
+    (``l40s@warm-l2``) loads the chip for back-to-back runs whose L2 is not flushed between
+    them (docs/sol-model.md "Warm L2"): named with the suffix, ``warm_l2`` set.
     """
     text = os.fspath(name_or_path)
+    if text.lower().endswith(WARM_L2_SUFFIX):
+        base = load_chip(text[: -len(WARM_L2_SUFFIX)])
+        return dataclasses.replace(base, name=base.name + WARM_L2_SUFFIX, warm_l2=True,
+                                   display_name=base.display_name + " (warm L2)")
     if _looks_like_path(text):
         path = pathlib.Path(text).expanduser()
         if not path.is_file():
@@ -433,6 +446,7 @@ def _parse(data: Mapping[str, Any], resolved: str, label: str) -> Chip:
         dram_bytes_per_s=values["dram_bytes_per_s"],
         dram_capacity_bytes=values.get("dram_capacity_bytes"),
         l2_bytes=values["l2_bytes"],
+        l2_bytes_per_s=values.get("l2_bytes_per_s"),
         smem_per_sm_bytes=values["smem_per_sm_bytes"],
         matrix=units["matrix"],
         vector=units["vector"],

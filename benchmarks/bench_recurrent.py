@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_recurrent.py                    # LSTM 2 layers, bidirectional
     python benchmarks/bench_recurrent.py --steps 16 64 256 --cell gru
     python benchmarks/bench_recurrent.py --decomposed       # also export with full decomposition
+    python benchmarks/bench_recurrent.py --kernelbench /work/kb-head/KernelBench/level3 --rounds 2
 
 For each number of steps, one warm process analyzes a generated ``nn.LSTM``/``nn.GRU`` model
 without verification and prints the trace seconds (torch.export on fake tensors plus the
@@ -12,6 +13,14 @@ selective decomposition), the lowering seconds, the ATen nodes, the IR ops and k
 the einsum-graph nodes. ``--decomposed`` also exports the same model with torch's default
 decomposition table (what the layer costs without ``KEEP_WHOLE``) and prints its ATen nodes
 and seconds. Nothing is asserted: these are measurements.
+
+``--kernelbench DIR`` instead times cold processes on KernelBench's recurrent problems (the
+files of level 3 built on ``nn.LSTM``/``nn.GRU``/``nn.RNN``; 33 and 34 step a Python loop over
+time, which torch.export unrolls, and are not among them): per problem and round, ``python -c "import torch"``, then
+``solar analyze FILE --json --no-verify``, then ``solar analyze FILE --json``, interleaved in
+that order so that all three see the same load. It prints per problem the median wall time of
+each, the stage timings the report gives (trace, lower, bounds, verify) and the ratio to the
+import time (issue 17's target: at most 2x, verification included).
 """
 
 from __future__ import annotations
@@ -19,7 +28,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -71,6 +83,54 @@ def decomposed(path: str) -> tuple[int, float]:
     return nodes, time.perf_counter() - t0
 
 
+KB_LAYERS = ("nn.LSTM(", "nn.GRU(", "nn.RNN(")  # files built on torch's recurrent layers
+
+
+def _cold(argv: list[str]) -> tuple[float, dict]:
+    """Wall seconds of one child process and the first entry of its JSON report (if any)."""
+    t0 = time.perf_counter()
+    r = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
+    wall = time.perf_counter() - t0
+    try:
+        entry = json.loads(r.stdout)["entries"][0]
+    except (ValueError, KeyError, IndexError):
+        entry = {"status": "error", "error": (r.stderr.strip().splitlines() or ["no output"])[-1]}
+    return wall, entry
+
+
+def kernelbench(folder: str, rounds: int) -> int:
+    """Cold runs on KernelBench's recurrent problems against a cold ``import torch``."""
+    files = sorted((f for f in Path(folder).glob("*.py") if any(k in f.read_text() for k in KB_LAYERS)),
+                   key=lambda f: int(f.name.split("_")[0]) if f.name.split("_")[0].isdigit() else 0)
+    solar = [sys.executable, "-m", "solar_lsp.cli", "analyze"]
+    table = Table(title=f"KernelBench recurrent problems, cold processes, median of {rounds} round(s)")
+    for col in ("problem", "import torch s", "--no-verify s", "ratio", "verify s", "ratio",
+                "trace s", "lower s", "bounds s", "verify stage s", "verification"):
+        table.add_column(col, justify="right")
+    ratios = []
+    for f in files:
+        imp, nv, v, last = [], [], [], {}
+        for _ in range(rounds):
+            imp.append(_cold([sys.executable, "-c", "import torch"])[0])
+            nv.append(_cold(solar + [str(f), "--json", "--no-verify"])[0])
+            wall, last = _cold(solar + [str(f), "--json"])
+            v.append(wall)
+        i, a, b = (statistics.median(x) for x in (imp, nv, v))
+        tm = last.get("timings", {})
+        ver = last.get("verification") or {}
+        status = ver.get("status", last.get("error", "?")) if last.get("status") == "ok" else \
+            f"error: {last.get('error', '?')}"[:40]
+        ratios.append(b / i)
+        table.add_row(f.stem, f"{i:.2f}", f"{a:.2f}", f"{a / i:.2f}", f"{b:.2f}", f"{b / i:.2f}",
+                      f"{tm.get('trace_s', 0):.2f}", f"{tm.get('lower_s', 0):.2f}",
+                      f"{tm.get('sol_s', 0):.2f}", f"{tm.get('verify_s', 0):.2f}", status)
+    Console(width=180).print(table)
+    if ratios:
+        print(f"median ratio (with verification) / import torch: {statistics.median(ratios):.2f}; "
+              f"max {max(ratios):.2f}; load average {os.getloadavg()[0]:.1f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cell", choices=("lstm", "gru", "rnn"), default="lstm")
@@ -79,7 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unidirectional", action="store_true")
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--decomposed", action="store_true")
+    ap.add_argument("--kernelbench", metavar="DIR", help="cold runs on KernelBench's recurrent problems")
+    ap.add_argument("--rounds", type=int, default=1, help="--kernelbench: rounds per problem")
     args = ap.parse_args(argv)
+    if args.kernelbench:
+        return kernelbench(args.kernelbench, args.rounds)
 
     import warnings
 

@@ -34,3 +34,25 @@ def test_suite_has_every_class_and_thirty_mutants():
     assert len(MUTANTS) >= 30
     assert {m.cls for m in MUTANTS} == set(CLASSES)
     assert len({m.name for m in MUTANTS}) == len(MUTANTS)
+
+
+def test_softmax_without_max_is_caught_at_inputs_scaled_by_100(monkeypatch):
+    """The second pass (inputs x1e-3, x1e2, compared with torch) catches the overflow of a
+    softmax without its max subtraction on its own, also inside attention (three inputs,
+    where the single-input overflow probe does not apply): with that probe switched off."""
+    from mutants import SDPA, Mutant, in_lowering, no_max_subtraction
+
+    from solar_lsp.verify import op_check
+
+    monkeypatch.setattr(op_check, "_overflow", lambda *a, **k: None)
+    cases = [m for m in MUTANTS if m.name == "softmax-no-max"] + [
+        Mutant("sdpa-no-max", "coverage", "sdpa_vdim", "attention without the max subtraction",
+               in_lowering(SDPA, post=no_max_subtraction))]
+    res = mutations.run(cases, log=lambda s: None)
+    for name, ref in res["references"].items():
+        assert ref["ok"], (name, ref)
+        assert "scaled inputs: verified at x0.001, x100" in ref["detail"], ref
+    for r in res["rows"]:
+        assert r["planted"], r["name"]
+        assert "values" in r["caught_by"], r
+        assert r["detail"].startswith("at inputs x100: "), r

@@ -20,14 +20,14 @@ import torch
 from solar_lsp.frontend.errors import EntryError
 from solar_lsp.frontend.torch.lower import dtype_name
 from solar_lsp.frontend.torch.trace import build
-from solar_lsp.ir import execute
 from solar_lsp.ir.core import Op, Program, TensorType
 from solar_lsp.ir.text import IRSyntaxError, parse_program
 from solar_lsp.ir.validate import IRValidationError, validate_program
 from solar_lsp.llm.prompt import EntryTask, NodeTask, ttype
 from solar_lsp.source.discover import Entry
-from solar_lsp.verify.core import RTOL, SAMPLES, as_float64, compare_full, reduction_length
+from solar_lsp.verify.core import SAMPLES, as_float64
 from solar_lsp.verify.op_check import check_op
+from solar_lsp.verify.propagate import compare_outputs, program_unit, run_ops
 
 
 class GoldenError(Exception):
@@ -146,16 +146,6 @@ def entry_golden(module: types.ModuleType, entry: Entry, path: str, source: str,
     return EntryGolden(task, arrays, [as_float64(t) for t in outs], int(fc.get_total_flops()))
 
 
-def _tol_dtype(p: Program, names: list[str]) -> str:
-    order = ["float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
-    worst = "float64"
-    for t in names:
-        d = p.tensors[t].dtype
-        if d in order and order.index(d) > order.index(worst):
-            worst = d
-    return worst
-
-
 def _writer(p: Program, tensor: str) -> str:
     """'op X, kernel Y' for the last writer of ``tensor``."""
     for op in reversed(p.ops):
@@ -212,21 +202,20 @@ def check_entry(text: str, golden: EntryGolden, limit_points: float,
         return Check(False, f"executing {points:.2g} loop points is over the verification limit "
                             f"({limit_points:.2g}); analyze smaller shapes", "unverifiable",
                      fatal=True)
-    arrays = {n: golden.arrays[n] for n in p.inputs + p.params}
+    arrays = {n: np.array(golden.arrays[n], dtype=np.float64) for n in p.inputs + p.params}
+    # the per-op rule of verify/op_check.py, its error bounds carried from op to op
+    errors: dict[str, np.ndarray] = {}
+    unit = program_unit(p, p.ops)
     for op in p.ops:
         try:
-            execute.run_program_ops(dataclasses.replace(p, ops=[op]), arrays)
+            run_ops(p, [op], arrays, errors, unit)
         except Exception as exc:
             return Check(False, f"executing op `{op.id}` failed: {type(exc).__name__}: {exc}",
                          "invalid")
-    rng = np.random.default_rng(0)
-    tol_dt = _tol_dtype(p, list(p.tensors))
-    red = min(10**6, sum(reduction_length(k) for op in p.ops for k in op.kernels))
     for i, (o, ref) in enumerate(zip(p.outputs, golden.outputs)):
         got = np.asarray(arrays[o], dtype=np.float64).reshape(ref.shape)
-        dt = tol_dt if p.tensors[o].dtype in RTOL else "exact"
-        w = compare_full(o, got, ref, dt, rng, SAMPLES, reduction=red)
-        if w["bad"]:
+        w = compare_outputs(p, [o], [got], [ref], [errors.get(o)], unit)
+        if w is not None and w["bad"]:
             err = np.abs(got - ref)
             msg = (f"mismatch: output {i} `{o}` (written by {_writer(p, o)}) at {w['index']}: "
                    f"expected {w['expected']:.6g}, got {w['got']:.6g}; max |error| over the "

@@ -32,16 +32,14 @@ from solar_lsp.verify.core import (
     OpCheck,
     Verification,
     as_float64,
-    compare_full,
     keep_worst,
     mismatch,
     over_budget,
-    reduction_length,
-    tol_dtype,
 )
-from solar_lsp.verify.counts import with_counts
+from solar_lsp.verify.counts import CheckedVerification, with_counts
 from solar_lsp.verify.counts_jax import check_jax_counts
 from solar_lsp.verify.op_check import check_op
+from solar_lsp.verify.propagate import compare_outputs, program_unit, run_ops
 
 REPLAY_POINTS = 5e7  # loop points a replay may execute (all iterations together)
 REPLAY_STEPS = 50_000  # op executions a replay may take
@@ -310,41 +308,59 @@ def _points(loop: LoopInfo, by_id: dict[str, Op]) -> tuple[float, int]:
 class _Replay:
     """Runs a loop body's IR (numba kernels, numpy composition steps)."""
 
-    def __init__(self, p: Program, golden: dict[str, np.ndarray]):
+    def __init__(self, p: Program, golden: dict[str, np.ndarray], unit: float):
         self.p = p
         self.golden = golden
         self.by_id = {op.id: op for op in p.ops}
+        self.unit = unit  # the roundoff the error bounds are carried in (propagate.program_unit)
 
-    def body(self, loop: LoopInfo, arrays: dict[str, np.ndarray]) -> None:
-        """One iteration: the loop's slices and carries must already be in ``arrays``."""
+    def body(self, loop: LoopInfo, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray]) -> None:
+        """One iteration: the loop's slices and carries must already be in ``arrays`` (their
+        error bounds in ``errors``, absent when exact)."""
         skip = {i for item in loop.body if isinstance(item, LoopInfo) for i in item.exit_ops}
         for item in loop.body:
             if isinstance(item, LoopInfo):
-                arrays.update(self.run(item, arrays))
+                vals, errs = self.run(item, arrays, errors)
+                arrays.update(vals)
+                errors.update(errs)
             elif item not in skip:
                 op = self.by_id[item]
                 for i in op.inputs:
                     self.get(i, arrays)
-                _run_op(self.p, op, arrays)
+                run_ops(self.p, [op], arrays, errors, self.unit)
 
-    def run(self, loop: LoopInfo, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Every iteration from the loop's inputs (a nested loop inside a replayed body)."""
+    def run(self, loop: LoopInfo, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray]
+            ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Every iteration from the loop's inputs (a nested loop inside a replayed body): the
+        final carries and stacked outputs, and their error bounds."""
         T = loop.trips
-        carry = [self.value(h, arrays) for h in loop.carry_in]
-        xs = {x: self.get(x, arrays) for x, _ in loop.xs}
-        stacks = [np.zeros(self.p.tensors[ys].shape) for _, ys in loop.ys]
+        carry = [(self.value(h, arrays), self.error(h, errors)) for h in loop.carry_in]
+        xs = {x: (self.get(x, arrays), errors.get(x)) for x, _ in loop.xs}
+        stacks = [(np.zeros(self.p.tensors[ys].shape), np.zeros(self.p.tensors[ys].shape)) for _, ys in loop.ys]
         for t in (range(T - 1, -1, -1) if loop.reverse else range(T)):
             for x, xt in loop.xs:
-                arrays[xt] = np.array(xs[x][t], dtype=np.float64)
-            for name, v in zip(loop.carry_in, carry):
+                arrays[xt] = np.array(xs[x][0][t], dtype=np.float64)
+                _set(errors, xt, None if xs[x][1] is None else np.array(xs[x][1][t]))
+            for name, (v, e) in zip(loop.carry_in, carry):
                 arrays[name] = v
-            self.body(loop, arrays)
-            carry = [self.value(h, arrays) for h in loop.carry_out]
+                _set(errors, name, e)
+            self.body(loop, arrays, errors)
+            carry = [(self.value(h, arrays), self.error(h, errors)) for h in loop.carry_out]
             for j, (yt, _) in enumerate(loop.ys):
-                stacks[j][t] = self.value(yt, arrays)
-        out = {name: v for name, v in zip(loop.finals, carry) if name is not None}
-        out.update({ys: s for (_, ys), s in zip(loop.ys, stacks)})
-        return out
+                stacks[j][0][t] = self.value(yt, arrays)
+                e = self.error(yt, errors)
+                stacks[j][1][t] = 0.0 if e is None else e
+        out = {name: v for name, (v, _) in zip(loop.finals, carry) if name is not None}
+        errs = {name: e for name, (_, e) in zip(loop.finals, carry) if name is not None and e is not None}
+        out.update({ys: s for (_, ys), (s, _) in zip(loop.ys, stacks)})
+        errs.update({ys: e for (_, ys), (_, e) in zip(loop.ys, stacks)})
+        return out, errs
+
+    def error(self, h: Any, errors: dict[str, np.ndarray]) -> np.ndarray | None:
+        """The error bound of a handle's value (None: exact)."""
+        if isinstance(h, Lit) or h not in errors:
+            return None
+        return np.array(errors[h], dtype=np.float64)
 
     def get(self, name: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
         if name not in arrays:
@@ -365,13 +381,21 @@ def check_loops(p: Program, lowered: JaxLowered, golden: Golden, rng: np.random.
     sensitive the recurrence)."""
     by_id = {op.id: op for op in p.ops}
     by_out = {op.outputs[0]: op for op in p.ops if op.outputs}
-    replay = _Replay(p, golden.values)
     checks: dict[str, OpCheck] = {}
     for loop in lowered.loops:
         exits = [by_id[i] for i in loop.exit_ops if by_id[i].kind == "view"]
         if exits:
+            unit = program_unit(p, [by_id[i] for i in _body_ops(loop)], narrow=True)
+            replay = _Replay(p, golden.values, unit)
             checks.update(_check_loop(p, loop, exits, golden, replay, by_out, rng, samples))
     return checks
+
+
+def _set(errors: dict[str, np.ndarray], name: str, e: np.ndarray | None) -> None:
+    if e is None:
+        errors.pop(name, None)
+    else:
+        errors[name] = e
 
 
 def _not_replayed(loop: LoopInfo, carries: list | None, by_id: dict[str, Op]) -> str:
@@ -398,9 +422,8 @@ def _check_loop(p: Program, loop: LoopInfo, exits: list[Op], golden: Golden, rep
         return {op.id: OpCheck(op.id, op.line, "mismatch",
                                f"the loop condition does not stop after {loop.trips} trips")
                 for op in exits}
-    red = max([reduction_length(k) for i in _body_ops(loop) for k in replay.by_id[i].kernels] + [1])
     try:
-        worst = _replay_steps(p, loop, exits, golden, carries, replay, by_out, rng, samples, red)
+        worst = _replay_steps(p, loop, exits, golden, carries, replay, by_out)
     except Exception as exc:
         return {op.id: OpCheck(op.id, op.line, "unverified",
                                f"replaying the loop failed: {type(exc).__name__}: {exc}")
@@ -417,30 +440,29 @@ def _check_loop(p: Program, loop: LoopInfo, exits: list[Op], golden: Golden, rep
 
 
 def _replay_steps(p: Program, loop: LoopInfo, exits: list[Op], golden: Golden, carries: list,
-                  replay: _Replay, by_out: dict[str, Op], rng: np.random.Generator, samples: int,
-                  red: int) -> dict[str, dict | None]:
-    """Replay every iteration from jax's carry; the worst comparison per exit op."""
+                  replay: _Replay, by_out: dict[str, Op]) -> dict[str, dict | None]:
+    """Replay every iteration from jax's carry (exact: error bounds start at zero each step);
+    the worst comparison per exit op, each point within its rounding-error bound."""
     worst: dict[str, dict | None] = {op.id: None for op in exits}
     arrays: dict[str, np.ndarray] = {}
     order = range(loop.trips - 1, -1, -1) if loop.reverse else range(loop.trips)
     for i, t in enumerate(order):
+        errors: dict[str, np.ndarray] = {}
         for x, xt in loop.xs:
             arrays[xt] = np.array(replay.get(x, arrays)[t], dtype=np.float64)
         for name, v in zip(loop.carry_in, carries[i]):
             arrays[name] = np.array(v, dtype=np.float64)
-        replay.body(loop, arrays)
-        for j, h in enumerate(loop.carry_out):
-            op = by_out.get(loop.finals[j]) if loop.finals[j] else None
+        replay.body(loop, arrays, errors)
+        outs = [(by_out.get(loop.finals[j]) if loop.finals[j] else None, h, carries[i + 1][j])
+                for j, h in enumerate(loop.carry_out)]
+        outs += [(by_out[ys], yt, as_float64(golden.values[ys])[t]) for yt, ys in loop.ys]
+        for op, h, ref in outs:
             if op is not None and op.id in worst:
                 got = replay.value(h, arrays)
-                ref = np.asarray(carries[i + 1][j], dtype=np.float64).reshape(got.shape)
-                worst[op.id] = keep_worst(worst[op.id], _step(op, t, got, ref, p, rng, samples, red))
-        for yt, ys in loop.ys:
-            op = by_out[ys]
-            if op.id in worst:
-                got = replay.value(yt, arrays)
-                ref = as_float64(golden.values[ys])[t].reshape(got.shape)
-                worst[op.id] = keep_worst(worst[op.id], _step(op, t, got, ref, p, rng, samples, red))
+                with np.errstate(invalid="ignore"):
+                    w = compare_outputs(p, [op.outputs[0]], [got], [np.asarray(ref, dtype=np.float64)],
+                                        [replay.error(h, errors)], replay.unit, f" at step {t} ")
+                worst[op.id] = keep_worst(worst[op.id], w)
     return worst
 
 
@@ -449,13 +471,6 @@ def _body_ops(loop: LoopInfo) -> list[str]:
     for item in loop.body:
         out.extend(_body_ops(item) if isinstance(item, LoopInfo) else [item])
     return out
-
-
-def _step(op: Op, t: int, got: np.ndarray, ref: np.ndarray, p: Program, rng: np.random.Generator,
-          samples: int, red: int) -> dict:
-    with np.errstate(invalid="ignore"):
-        return compare_full(f"{op.outputs[0]} at step {t} ", np.atleast_1d(got), np.atleast_1d(ref),
-                             tol_dtype(p, op), rng, samples, reduction=red)
 
 
 # ------------------------------------------------------------------ entry point
@@ -480,6 +495,8 @@ def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_B
     derived_ops = set(lowered.derived.values())
     checks: list[OpCheck] = []
     for op in p.ops:
+        if op.phase == "optimizer":  # no jaxpr equation: the optimizer has its own check
+            continue
         if op.id in loop_checks:
             checks.append(loop_checks[op.id])
         elif op.id in derived_ops and all(t in lowered.derived for t in op.outputs):
@@ -508,3 +525,69 @@ def _summary(checks: list[OpCheck], lowered: JaxLowered, seconds: float) -> Veri
         detail = (f"{plural(len(lowered.unsupported), 'equation')} without a lowering; "
                   + (f"{plural(n_ok, 'other op')} verified" if n_ok else "nothing else to verify"))
     return Verification(status, detail, checks, seconds)
+
+
+# ------------------------------------------------------------------ training steps
+
+@dataclass
+class TrainVerification(CheckedVerification):
+    """A training step's verification: the per-op verdicts plus each gradient's
+    (``verification["gradients"]`` in the report)."""
+
+    gradients: dict[str, Any] | None = None
+
+    def to_json(self) -> dict:
+        d = super().to_json()
+        if self.gradients is not None:
+            d["gradients"] = self.gradients
+        return d
+
+
+def verify_train(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_BUDGET,
+                 samples: int = SAMPLES, seed: int = 0) -> Verification:
+    """:func:`verify` of a training step (``frontend/jax/train.py``): its jaxpr is jax's own
+    ``value_and_grad`` of the loss, so every backward op is checked against jax's gradient
+    computation on the golden inputs, with the forward's rules; the verdict of the op that
+    writes each parameter's gradient is reported per parameter."""
+    v = verify(traced, lowered, budget_bytes, samples, seed)
+    if not isinstance(v, CheckedVerification):  # refused (budget) or the golden run failed
+        return v
+    return TrainVerification(v.status, v.detail, v.ops, v.seconds, counts=v.counts,
+                             gradients=gradient_checks(lowered, v.ops))
+
+
+def gradient_checks(lowered: JaxLowered, checks: list[OpCheck]) -> dict[str, Any]:
+    """Per trainable parameter: its gradient tensor, the op writing it and the verdict of
+    every op the gradient depends on (forward and backward): a gradient is verified only
+    when each op of its computation is."""
+    grads: dict[str, str] = getattr(lowered, "grads", {})
+    p = lowered.program
+    writer = {t: op for op in p.ops for t in op.outputs}
+    by_op = {c.op: c for c in checks}
+    rank = {"verified": 0, "unverified": 1, "mismatch": 2}
+    params: dict[str, Any] = {}
+    for param, g in grads.items():
+        worst, seen, todo = None, set(), [g]
+        while todo:
+            op = writer.get(todo.pop())
+            if op is None or op.id in seen:
+                continue
+            seen.add(op.id)
+            c = by_op.get(op.id)
+            c_rank = rank.get(c.status, 1) if c else 1
+            if worst is None or c_rank > worst[0]:
+                worst = (c_rank, c, op.id)
+            todo.extend(op.inputs)
+        status = "unverified" if worst is None else \
+            (worst[1].status if worst[1] else "unverified")
+        entry = {"grad": g, "op": writer[g].id if g in writer else None, "status": status,
+                 "ops": len(seen)}
+        if worst is not None and status != "verified":
+            entry["detail"] = f"{worst[2]}: {worst[1].detail if worst[1] else 'not checked'}"
+        params[param] = entry
+    bad = [k for k, d in params.items() if d["status"] != "verified"]
+    status = "verified" if not bad else (
+        "mismatch" if any(params[k]["status"] == "mismatch" for k in bad) else "unverified")
+    detail = (f"{plural(len(params), 'gradient')} checked against jax.value_and_grad, every op "
+              "of each" if not bad else f"gradient of {bad[0]}: {params[bad[0]]['detail']}")
+    return {"status": status, "detail": detail, "params": params}

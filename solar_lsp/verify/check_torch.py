@@ -1,6 +1,10 @@
 """Generate, then verify (docs/architecture.md §4): every IR kernel is executed by numba on the golden
 inputs of its node and compared with torch's own output at sampled points.
 
+In train mode the graph replayed is the training step's joint graph (frontend/torch/train.py):
+the backward ops, and so the gradients, are checked against the values torch's autograd
+computed for them, by the same rules as the forward ops.
+
 The golden run replays the exported graph op by op on real tensors (the model's real
 weights, the entry's real inputs), so each op is checked against exactly the values eager
 PyTorch produced for it.
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 import types
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,44 +36,117 @@ from solar_lsp.verify.core import (  # noqa: F401  (re-exported: callers import 
 )
 from solar_lsp.verify.counts import check_counts, with_counts
 from solar_lsp.verify.counts_torch import NodeFlops, randomize_parameters
-from solar_lsp.verify.op_check import check_op
+from solar_lsp.verify.op_check import RANDOM_DETAIL, check_op
+from solar_lsp.verify.parts import check_with_parts, part_of, parts_by_owner
+from solar_lsp.verify.stream import peak_bytes, release_memory, schedule
+
+# The second pass (issue 16 item 5): the entry's float inputs scaled, where the golden run is
+# cheap (its peak under 1/SCALED_SHARE of the budget); inference only (a loss's targets would
+# be scaled too).
+SCALES = (1e-3, 1e2)
+SCALED_SHARE = 8
 
 
 def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
            budget_bytes: int = DEFAULT_BUDGET, samples: int = SAMPLES, seed: int = 0) -> Verification:
-    """Replay the entry's exported graph on real tensors and check every op of its IR."""
+    """Replay the entry's exported graph on real tensors and check every op of its IR, each
+    as soon as its tensors exist, letting each tensor go after its last use (verify/stream.py);
+    when cheap, again with the inputs scaled by each of ``SCALES``."""
     t0 = time.perf_counter()
     p = lowered.program
-    refused = over_budget(p, budget_bytes, t0)
+    # a training step's optimizer update has no node in the graph torch ran (docs/training.md)
+    # an op emitted as parts (an RNN layer's loop bodies) is checked whole, as its owner op
+    ops = [op for op in p.ops if op.phase != "optimizer" and part_of(op) is None]
+    peak = peak_bytes(p, ops)
+    refused = over_budget(p, budget_bytes, t0, peak)
     if refused is not None:
         return refused
     flops = NodeFlops()
-    try:
-        golden = golden_run(traced, lowered, module, seed, flops)
-    except EntryError as exc:
-        return Verification("unverified", f"golden run failed: {exc}", seconds=time.perf_counter() - t0)
-    except Exception as exc:  # user code raising on real tensors
-        return Verification("unverified", f"golden run failed: {type(exc).__name__}: {exc}",
-                            seconds=time.perf_counter() - t0)
+    checks = checked_run(traced, lowered, module, ops, seed, samples, flops)
+    if isinstance(checks, str):
+        return Verification("unverified", f"golden run failed: {checks}", seconds=time.perf_counter() - t0)
+    status, detail = _summary(checks, lowered)
+    extra: dict[str, Any] = {}
+    if status == "verified" and traced.mode != "train" and peak * SCALED_SHARE <= budget_bytes:
+        status, detail, extra = _scaled(traced, lowered, module, ops, seed, samples, detail)
+    counts = check_counts(p, flops.framework({op.id for op in ops}))
+    out = with_counts(Verification(status, detail, checks, time.perf_counter() - t0), counts)
+    out.extra = extra
+    return out
+
+
+def _scaled(traced: Traced, lowered: Lowered, module: types.ModuleType, ops: list, seed: int,
+            samples: int, detail: str) -> tuple[str, str, dict]:
+    """The second pass at each scale of the inputs: the entry's status, detail and the
+    ``scaled_inputs`` JSON."""
+    done: list[str] = []
+    for scale in SCALES:
+        checks = checked_run(traced, lowered, module, ops, seed, samples, scale=scale)
+        if isinstance(checks, str):  # the user's code may refuse such inputs: nothing to say
+            return "verified", detail, {"scaled_inputs": {"scales": done, "skipped": f"x{scale:g}: {checks}"}}
+        bad = next((c for c in checks if c.status == "mismatch"), None)
+        if bad is not None:
+            return "mismatch", f"at inputs x{scale:g}: {bad.op} (line {bad.line}): {bad.detail}", {
+                "scaled_inputs": {"scales": done, "mismatch": f"x{scale:g}"}}
+        done.append(f"x{scale:g}")
+    return "verified", f"{detail}; scaled inputs: verified at {', '.join(done)}", {
+        "scaled_inputs": {"scales": done}}
+
+
+def checked_run(traced: Traced, lowered: Lowered, module: types.ModuleType, ops: list, seed: int,
+                samples: int, flops: NodeFlops | None = None, scale: float = 1.0) -> list[OpCheck] | str:
+    """One streamed golden run (the float inputs times ``scale``) with every op of ``ops``
+    checked on it, in ``ops``' order; or why the golden run failed (the user's code raising)."""
+    p = lowered.program
+    parts = parts_by_owner(p)
     rng = np.random.default_rng(seed)
-    checks = [check_op(p, op, golden, rng, samples) for op in p.ops]
-    status = "verified"
-    n_ok = sum(c.status == 'verified' for c in checks)
-    detail = f"{plural(n_ok, 'op')} checked against torch"
-    if any(c.status == "mismatch" for c in checks):
-        status = "mismatch"
-        bad = next(c for c in checks if c.status == "mismatch")
-        detail = f"{bad.op} (line {bad.line}): {bad.detail}"
-    elif any(c.status == "unverified" for c in checks):
-        status = "unverified"
-        bad = next(c for c in checks if c.status == "unverified")
-        detail = f"{bad.op} (line {bad.line}): {bad.detail}"
-    if lowered.unsupported and status == "verified":
-        status = "unverified"
-        detail = (f"{plural(len(lowered.unsupported), 'op')} without a lowering; "
-                  + (f"{plural(n_ok, 'other op')} verified" if n_ok else "nothing else to verify"))
-    counts = check_counts(p, flops.framework({op.id for op in p.ops}))  # docs/sol-model.md
-    return with_counts(Verification(status, detail, checks, time.perf_counter() - t0), counts)
+    steps = [n.name for n in traced.exported.graph.nodes]
+    plan = schedule(ops, lowered.node_of_tensor, steps)
+    found: dict[int, OpCheck] = {}
+    failed: list[BaseException] = []
+
+    def check(i: int, golden: dict[str, torch.Tensor]) -> OpCheck:
+        if ops[i].id in parts:
+            return check_with_parts(p, ops[i], parts[ops[i].id], golden)
+        return check_op(p, ops[i], golden, rng, samples, scaled=scale != 1.0)
+
+    def consume(step: str, golden: dict[str, torch.Tensor]) -> None:
+        try:
+            for i in plan.ready.get(step, ()):
+                found[i] = check(i, golden)
+        except Exception as exc:  # a bug of ours, not the user's code: raised after the run
+            failed.append(exc)
+            raise
+        for t in plan.free.get(step, ()):
+            golden.pop(t, None)
+        if step in plan.ready:
+            release_memory()
+
+    try:
+        golden = golden_run(traced, lowered, module, seed, flops, consume, scale)
+    except Exception as exc:  # user code raising on real tensors
+        if failed:
+            raise failed[0] from exc
+        return str(exc) if isinstance(exc, EntryError) else f"{type(exc).__name__}: {exc}"
+    for i in plan.at_end:
+        found[i] = check(i, golden)
+    return [found[i] for i in range(len(ops))]
+
+
+def _summary(checks: list[OpCheck], lowered: Lowered) -> tuple[str, str]:
+    """The entry's status and detail from its ops' checks."""
+    n_ok = sum(c.status == "verified" for c in checks)
+    for status in ("mismatch", "unverified"):
+        bad = next((c for c in checks if c.status == status), None)
+        if bad is not None:
+            return status, f"{bad.op} (line {bad.line}): {bad.detail}"
+    if lowered.unsupported:
+        return "unverified", (f"{plural(len(lowered.unsupported), 'op')} without a lowering; "
+                              + (f"{plural(n_ok, 'other op')} verified" if n_ok else "nothing else to verify"))
+    drawn = sorted({c.line for c in checks if c.detail == RANDOM_DETAIL and c.line is not None})
+    where = f" (line{'s' if len(drawn) > 1 else ''} {', '.join(map(str, drawn))})" if drawn else ""
+    random = f"; random values{where} taken from torch" if any(c.detail == RANDOM_DETAIL for c in checks) else ""
+    return "verified", f"{plural(n_ok, 'op')} checked against torch{random}"
 
 
 def _real_constants(model: torch.nn.Module, inputs: tuple, have: dict | None) -> dict:
@@ -82,14 +160,9 @@ def _real_constants(model: torch.nn.Module, inputs: tuple, have: dict | None) ->
         return {}
 
 
-def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed: int,
-               flops: NodeFlops | None = None) -> dict[str, torch.Tensor]:
-    """Replay the exported graph on real tensors; returns tensor name -> value.
-
-    Constant parameters and buffers (norm weights, running statistics) are redrawn at
-    random first; ``flops``, when given, gets FlopCounterMode's count for every node."""
-    model, inputs = build(module, traced.entry, traced.path, device="cpu", seed=seed)
-    randomize_parameters(model, seed)
+def _graph_args(traced: Traced, model: torch.nn.Module, inputs: tuple) -> list:
+    """The real values of the graph's placeholders: the entry's inputs, the model's
+    parameters and buffers, the exported constants."""
     ep = traced.exported
     state = dict(model.state_dict(keep_vars=True))
     real: dict | None = None
@@ -113,11 +186,39 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
             args.append(c)
         else:
             args.append(state[traced.targets[node.name]])
+    return args
+
+
+def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed: int,
+               flops: NodeFlops | None = None,
+               consume: Callable[[str, dict[str, torch.Tensor]], None] | None = None,
+               scale: float = 1.0) -> dict[str, torch.Tensor]:
+    """Replay the exported graph on real tensors; returns tensor name -> value.
+
+    Constant parameters and buffers (norm weights, running statistics) are redrawn at
+    random first; ``flops``, when given, gets FlopCounterMode's count for every node.
+    ``consume``, when given, is called after each node with the values so far and may drop
+    some; the interpreter then lets each node's value go after its last user. ``scale``
+    multiplies the entry's float inputs (not the parameters)."""
+    model, inputs = build(module, traced.entry, traced.path, device="cpu", seed=seed)
+    if scale != 1.0:
+        inputs = tuple(x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                       for x in inputs)
+    randomize_parameters(model, seed)
+    ep = traced.exported
+    if traced.mode == "train":  # the joint graph's tensor constants, on the CPU
+        from solar_lsp.frontend.torch.train import real_constants
+        for name, value in real_constants(traced, model, inputs).items():
+            setattr(ep.graph_module, name, value)
+    args = _graph_args(traced, model, inputs)
     for node in ep.graph.nodes:  # creation ops were traced on meta: replay them on the CPU
         dev = node.kwargs.get("device") if node.op == "call_function" else None
         if isinstance(dev, torch.device) and dev.type == "meta":
             node.kwargs = {**node.kwargs, "device": torch.device("cpu")}
-    values: dict[str, Any] = {}
+    tensors_of: dict[str, list[str]] = {}
+    for tensor, node in lowered.node_of_tensor.items():
+        tensors_of.setdefault(node, []).append(tensor)
+    golden: dict[str, torch.Tensor] = {}
 
     class Recorder(torch.fx.Interpreter):
         def run_node(self, n):
@@ -127,17 +228,22 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
                 start = flops.before()
                 out = super().run_node(n)
                 flops.after(n, start, self.map_nodes_to_values(n.args, n))
-            values[n.name] = out
+            for tensor in tensors_of.get(n.name, ()):
+                v = _pick(tensor, out)
+                if isinstance(v, torch.Tensor):
+                    golden[tensor] = v
+            if consume is not None:
+                consume(n.name, golden)
             return out
 
     with torch.no_grad(), (flops.mode if flops is not None else contextlib.nullcontext()):
-        Recorder(ep.graph_module, garbage_collect_values=False).run(*args)
-    golden: dict[str, torch.Tensor] = {}
-    for tensor, node in lowered.node_of_tensor.items():
-        v = values.get(node)
-        if isinstance(v, (list, tuple)):
-            idx = tensor.rsplit("_", 1)[-1]
-            v = v[int(idx)] if idx.isdigit() and int(idx) < len(v) else None
-        if isinstance(v, torch.Tensor):
-            golden[tensor] = v
+        Recorder(ep.graph_module, garbage_collect_values=consume is not None).run(*args)
     return golden
+
+
+def _pick(tensor: str, out: Any) -> Any:
+    """The value of IR tensor ``tensor`` in its node's output (``name_i``: element i)."""
+    if isinstance(out, (list, tuple)):
+        idx = tensor.rsplit("_", 1)[-1]
+        return out[int(idx)] if idx.isdigit() and int(idx) < len(out) else None
+    return out

@@ -10,6 +10,7 @@ and multiplied by the equation's runs: XLA counts a loop body once.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -164,7 +165,14 @@ def xla_flops(eqn: Any) -> float | None:
     if sig in _XLA_CACHE:
         return _XLA_CACHE[sig]
     try:
-        avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
+        dtypes = [v.aval.dtype for v in eqn.invars]
+        if len(set(map(str, dtypes))) > 1 and eqn.primitive.name in CONTRACTIONS:
+            # mixed operands (a backward dot of f32 by bf16): jax converts one in the HLO and
+            # XLA counts a FLOP per converted element; a contraction's FLOPs do not depend on
+            # the dtype, so XLA is asked on operands of one (promoted) dtype
+            common = functools.reduce(jax.numpy.promote_types, dtypes)
+            dtypes = [common] * len(dtypes)
+        avals = [jax.ShapeDtypeStruct(v.aval.shape, dt) for v, dt in zip(eqn.invars, dtypes)]
         ca = jax.jit(lambda *a: eqn.primitive.bind(*a, **eqn.params)).lower(*avals).cost_analysis()
         ca = ca[0] if isinstance(ca, (list, tuple)) else ca
         got = float(ca["flops"]) if ca and "flops" in ca else None

@@ -24,6 +24,7 @@ UNCOUNTED_ON_CPU: dict[str, str] = {
     "aten._int_mm.default": "FlopCounterMode has no formula for torch._int_mm",
 }
 SDPA = "aten.scaled_dot_product_attention.default"
+CONV_BACKWARD = "aten.convolution_backward.default"
 
 
 class NodeFlops:
@@ -35,6 +36,7 @@ class NodeFlops:
         self.by_node: dict[str, int] = {}
         self.targets: dict[str, str] = {}
         self.sdpa: dict[str, int] = {}
+        self.grouped: dict[str, int] = {}
 
     def before(self) -> int:
         return self.mode.get_total_flops()
@@ -47,6 +49,10 @@ class NodeFlops:
             n = _sdpa_formula(args)
             if n is not None:
                 self.sdpa[node.name] = n
+        if str(node.target) == CONV_BACKWARD:
+            n = _grouped_conv_backward(args, self.by_node[node.name])
+            if n is not None:
+                self.grouped[node.name] = n
 
     def framework(self, op_ids: set[str]) -> FrameworkFlops:
         """The counts per IR op (an op's id is its node's name)."""
@@ -59,11 +65,33 @@ class NodeFlops:
                 fw.by_op[node] = self.sdpa[node]
                 fw.notes = ["attention on the CPU runs a kernel FlopCounterMode does not count: "
                             "compared with its formula for the GPU kernels (sdpa_flop_count)"]
+            elif node in self.grouped:
+                fw.by_op[node] = self.grouped[node]
+                fw.notes = ["FlopCounterMode counts the weight gradient of a grouped convolution "
+                            "as if every input channel fed every output channel: compared with "
+                            "its formula divided by the groups"]
             elif n == 0 and target in UNCOUNTED_ON_CPU:
                 fw.uncounted[node] = UNCOUNTED_ON_CPU[target]
             else:
                 fw.by_op[node] = n
         return fw
+
+
+def _grouped_conv_backward(args: tuple, counted: int) -> int | None:
+    """FlopCounterMode's count of a grouped convolution's backward with its weight-gradient
+    term divided by the groups (its formula contracts over all input channels, where each
+    output channel reads only its group's); None when nothing needs correcting."""
+    try:
+        gy, x, w, transposed, groups, mask = args[0], args[1], args[2], args[7], int(args[9]), args[10]
+    except (IndexError, TypeError, ValueError):
+        return None
+    if groups <= 1 or transposed or not mask[1] or not all(isinstance(t, torch.Tensor) for t in (gy, x, w)):
+        return None
+
+    def t(shape: Any) -> list[int]:
+        return [shape[1], shape[0]] + list(shape[2:])
+    wrong = int(flop_counter.conv_flop_count(t(x.shape), t(gy.shape), t(w.shape)))
+    return counted - wrong + wrong // groups
 
 
 def _sdpa_formula(args: tuple) -> int | None:

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from solar_lsp import units
+from solar_lsp.bounds.sol import part_of, parts_by_owner
 from solar_lsp.ir.core import Kernel, Op, Program
 from solar_lsp.ir.validate import recurrence_var
 from solar_lsp.verify.core import FULL_RUN_LIMIT, Verification, golden_bytes
+from solar_lsp.verify.stream import peak_bytes
 
 KEEP = 8  # a value up to this is structural (kernel size, heads, layers): it never shrinks
 # The smallest a shrunk dim becomes: 2 first; KEEP when that size fails to trace (a conv needs
@@ -42,6 +44,9 @@ GUESS = {"bytes": 3, "op_points": 3, "loop_points": 3, "op_kernels": 1}
 # RSS with torch loaded) and the framework's temporaries need the rest (KernelBench level1/50, a
 # conv whose tensors need 1.35 GB, peaked at 2.9 GB RSS verifying at full size).
 BUDGET_SHARE = 2
+# A streamed golden run (torch, verify/stream.py) estimates its whole working set; the process
+# itself (torch, numba and their code: ~0.35 GB RSS) and the framework's temporaries take the rest.
+PROCESS_BYTES = 2**29
 
 
 @dataclass(frozen=True)
@@ -53,17 +58,26 @@ class Limits:
     op_points: float = FULL_RUN_LIMIT
     loop_points: float = math.inf
     op_kernels: float = math.inf
+    streamed: bool = False  # the golden run lets tensors go after their last use (stream.py)
 
     @staticmethod
-    def of_budget(budget_bytes: int, loop_points: float = math.inf) -> Limits:
+    def of_budget(budget_bytes: int, loop_points: float = math.inf, streamed: bool = False) -> Limits:
         """The limits for a memory budget: the golden run's tensors get ``1/BUDGET_SHARE`` of
-        it, the rest is left to the process and the framework's own temporaries."""
+        it, the rest is left to the process and the framework's own temporaries (a streamed
+        run's estimate counts its working set: all but ``PROCESS_BYTES``)."""
+        if streamed:
+            return Limits(max(budget_bytes - PROCESS_BYTES, budget_bytes / BUDGET_SHARE),
+                          FULL_RUN_LIMIT, loop_points, streamed=True)
         return Limits(budget_bytes / BUDGET_SHARE, FULL_RUN_LIMIT, loop_points)
 
     def target(self) -> Limits:
         """The smaller limits a reduced run aims at, so that it also runs fast."""
         return Limits(min(self.bytes, TARGET_BYTES), self.op_points / TARGET_SHARE,
-                      self.loop_points / TARGET_SHARE, TARGET_OP_KERNELS)
+                      self.loop_points / TARGET_SHARE, TARGET_OP_KERNELS, self.streamed)
+
+    def need(self, p: Program) -> int:
+        """The bytes the golden run of ``p`` takes, by this frontend's estimate."""
+        return peak_bytes(p) if self.streamed else golden_bytes(p)
 
 
 @dataclass(frozen=True)
@@ -108,26 +122,39 @@ def op_points(op: Op, surely: bool = True) -> float:
     return pts
 
 
-def cost(p: Program) -> Cost:
-    """Bytes of the golden run, the largest op's full-run points (upper estimate), the loop
-    bodies' replay points, the most kernels of one op."""
-    worst = max((op_points(op, surely=False) for op in p.ops), default=0.0)
-    loops = sum(sum(k.points for k in op.kernels) * op.repeat for op in p.ops if op.repeat > 1)
-    kernels = max((len(op.kernels) for op in p.ops), default=0)
-    return Cost(float(golden_bytes(p)), worst, float(loops), float(kernels))
+def whole_points(op: Op, parts: dict[str, list[Op]], surely: bool = True) -> float:
+    """:func:`op_points` of ``op`` with its parts' runs (``parts``: bounds.sol.parts_by_owner)."""
+    return op_points(op, surely) + sum(k.points * q.repeat for q in parts.get(op.id, ()) for k in q.kernels)
+
+
+def cost(p: Program, streamed: bool = False) -> Cost:
+    """Bytes of the golden run (the peak of a ``streamed`` one), the largest op's full-run
+    points (upper estimate), the loop bodies' replay points, the most kernels of one op."""
+    # an op emitted as parts (an RNN layer's loop bodies) is checked whole: its parts' runs count
+    # as the owner's, as the unrolled form's kernels did (verify/parts.py)
+    parts = parts_by_owner(p)
+    whole = [op for op in p.ops if part_of(op) is None]
+    worst = max((whole_points(op, parts, surely=False) for op in whole), default=0.0)
+    loops = sum(sum(k.points for k in op.kernels) * op.repeat for op in whole if op.repeat > 1)
+    kernels = max((len(op.kernels) + sum(len(q.kernels) * q.repeat for q in parts.get(op.id, ()))
+                   for op in whole), default=0)
+    return Cost(float(peak_bytes(p) if streamed else golden_bytes(p)), worst, float(loops), float(kernels))
 
 
 def too_large(p: Program, limits: Limits) -> str | None:
     """Why the full size cannot be verified (over the budget or a loop-point limit), or None."""
-    need = golden_bytes(p)
+    need = limits.need(p)
     if need > limits.bytes:
+        share = (f"the budget less {units.nbytes(PROCESS_BYTES)} for the process" if limits.streamed
+                 else f"1/{BUDGET_SHARE} of the verification budget")
         return (f"golden run needs {units.nbytes(need)}, over the {units.nbytes(limits.bytes)} its "
-                f"tensors may take (1/{BUDGET_SHARE} of the verification budget)")
+                f"tensors may take ({share})")
+    parts = parts_by_owner(p)
     for op in p.ops:
-        if op_points(op) > limits.op_points:
-            return (f"{op.id} (line {op.line}) executes {op_points(op):.2g} loop points, over the "
-                    f"verification limit of {limits.op_points:.2g}")
-    c = cost(p)
+        if whole_points(op, parts) > limits.op_points:
+            return (f"{op.id} (line {op.line}) executes {whole_points(op, parts):.2g} loop points, "
+                    f"over the verification limit of {limits.op_points:.2g}")
+    c = cost(p, limits.streamed)
     if c.loop_points > limits.loop_points:
         return f"replaying its loops takes {c.loop_points:.2g} loop points, over the limit"
     return None
@@ -400,7 +427,8 @@ class _Search:
         """Larger factors from ``start`` (the first guess) until a variant fits the target: the
         variant, or "failed" (it did not trace to the same lowering) or "stuck" (no larger
         factor changes it, or it does not fit)."""
-        target, full_cost, want = self.limits.target(), cost(self.full), signature(self.full)
+        target, want = self.limits.target(), signature(self.full)
+        full_cost = cost(self.full, self.limits.streamed)
         f: int | None = start or _first_factor(full_cost, target)
         last = None
         while self.tries < MAX_TRIES and f is not None:
@@ -416,7 +444,7 @@ class _Search:
                 self.why = (f"at a reduced size: {got}" if isinstance(got, str) else "at a reduced "
                             "size the lowering differs (the code depends on the sizes)")
                 return "failed"
-            c = cost(got[0])
+            c = cost(got[0], self.limits.streamed)
             if c.ratio(target) <= 1.0:
                 return Found(named, got[0], got[1], self.tries)
             if c.ratio(self.limits) <= 1.0 and self.best is None:

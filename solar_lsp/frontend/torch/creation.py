@@ -1,4 +1,5 @@
-"""Lowerings of tensor creation: constant fills, ranges, identity and triangular masks, and
+"""Lowerings of tensor creation: constant fills, ranges, identity and triangular masks, random
+draws (an op that writes its output; verification takes its values from torch), and
 allocations that write nothing."""
 
 from __future__ import annotations
@@ -53,6 +54,20 @@ def _eye(c: Ctx, a: tuple, kw: dict) -> None:
     n, m = c.out_shape
     c.emit(Kernel(c.name("eye"), (("i0", n), ("i1", m)), Load(c.out, (Affine.var("i0"), Affine.var("i1"))), "=",
                   call("where", call("eq", Index(Affine.var("i0")), Index(Affine.var("i1"))), 1.0, 0.0)))
+
+
+# Random draws inside the model (h0 = torch.randn(...) in a forward): the op writes its
+# output (its bytes count) and does no arithmetic of its own: the generator's work (Philox
+# rounds, Box-Muller's log/sqrt/cos for randn) is not counted, so the bound stays a lower
+# bound. Its kernel writes a placeholder 0; verification checks its shape and dtype and feeds
+# torch's drawn values to the ops after it (verify/op_check.py, docs/sol-model.md).
+RANDOM_TARGETS = ("aten.rand.default", "aten.randn.default", "aten.rand_like.default",
+                  "aten.randn_like.default")
+
+
+@lowers(*RANDOM_TARGETS)
+def _random(c: Ctx, a: tuple, kw: dict) -> None:
+    c.emit(B.elementwise(c.name("random"), c.out, c.shape(c.out), [], lambda: Const(0.0)))
 
 
 @lowers("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",

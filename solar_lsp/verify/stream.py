@@ -1,0 +1,117 @@
+"""The golden run as a stream (docs/sol-model.md, Verification): each op is checked as soon as
+the framework has produced every tensor it reads and writes, and each framework tensor is let
+go after its last use (its last framework consumer, and the last op checked against it). The
+memory the run needs is then the peak of what is live at once, not the sum over the program.
+
+Framework-neutral: the schedule is built from the framework's step order (the exported
+graph's node order for torch) and the IR's tensor -> step map; the estimate from the IR's own
+op order (which follows the framework's).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from dataclasses import dataclass, field
+
+from solar_lsp.ir.core import Op, Program
+from solar_lsp.source.pragma import dtype_size
+from solar_lsp.verify.op_check import sampled_last
+
+# Working set of checking one op, in float64 elements per element of a tensor it touches:
+# an input is copied once; an output or op-internal buffer holds the IR's values and their
+# error bounds, and a whole-tensor comparison the golden value and ~4 temporaries
+# (verify/op_check.py, core.compare_bounded). An output checked at sampled points is touched
+# at those points only (its zeroed pages never become resident): counted once, to be safe.
+INPUT_COPIES = 1
+OUTPUT_COPIES = 7
+SAMPLED_COPIES = 1
+
+
+@dataclass
+class Schedule:
+    """When to check each op and when to let each golden tensor go, by framework step."""
+
+    ready: dict[str, list[int]] = field(default_factory=dict)  # step -> indices of ops to check
+    free: dict[str, list[str]] = field(default_factory=dict)  # step -> tensors to drop after it
+    at_end: list[int] = field(default_factory=list)  # ops some tensor of which no step produces
+
+
+def schedule(ops: list[Op], step_of_tensor: dict[str, str], steps: list[str]) -> Schedule:
+    """The schedule of ``ops`` over the framework's ``steps`` (in run order), where
+    ``step_of_tensor`` names the step producing each IR tensor."""
+    pos = {s: i for i, s in enumerate(steps)}
+    end = len(steps)
+
+    def at(t: str) -> int:
+        s = step_of_tensor.get(t)
+        return pos.get(s, end) if s is not None else end
+
+    out = Schedule()
+    last: dict[str, int] = {t: at(t) for t in step_of_tensor}
+    for i, op in enumerate(ops):
+        names = op.inputs + op.outputs
+        when = max((at(t) for t in names), default=0)
+        if when >= end:
+            out.at_end.append(i)
+        else:
+            out.ready.setdefault(steps[when], []).append(i)
+        for t in names:
+            last[t] = max(last.get(t, -1), when)
+    for t, i in last.items():
+        if i < end:
+            out.free.setdefault(steps[i], []).append(t)
+    return out
+
+
+def _bytes(p: Program, t: str, per_element: int | None = None) -> int:
+    tt = p.tensors.get(t)
+    if tt is None:
+        return 0
+    return tt.numel * (dtype_size(tt.dtype) if per_element is None else per_element)
+
+
+def peak_bytes(p: Program, ops: list[Op] | None = None) -> int:
+    """Memory a streamed golden run needs at its peak: the framework's tensors live at each
+    op (inputs and parameters throughout; a computed tensor from the op producing it to the
+    last op reading it) plus the float64 working set of checking that op."""
+    ops = p.ops if ops is None else ops
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        for t in op.outputs:
+            first.setdefault(t, i)
+        for t in op.inputs + op.outputs:
+            last[t] = i
+    always = sum(_bytes(p, t) for t in p.tensors if t not in first and t not in p.views)
+    delta = [0] * (len(ops) + 1)
+    for t, i in first.items():
+        if t not in p.views:
+            delta[i] += _bytes(p, t)
+            delta[last[t] + 1] -= _bytes(p, t)
+    peak, live = always, always
+    for i, op in enumerate(ops):
+        live += delta[i]
+        outs = set(op.outputs) | {k.out.tensor for k in op.kernels}
+        sampled = {op.kernels[-1].out.tensor} if op.kernels and sampled_last(p, op) else set()
+        work = sum(_bytes(p, t, 8 * INPUT_COPIES) for t in set(op.inputs) - outs)
+        work += sum(_bytes(p, t, 8 * (SAMPLED_COPIES if t in sampled else OUTPUT_COPIES)) for t in outs)
+        peak = max(peak, live + work)
+    return peak
+
+
+_LIBC: list = []
+
+
+def release_memory() -> None:
+    """Hand the heap's freed pages back to the system (glibc's ``malloc_trim``): tensors of a
+    few MB are allocated on the heap, and without it their freed space stays resident. A no-op
+    where there is no glibc."""
+    if not _LIBC:
+        name = ctypes.util.find_library("c")
+        try:
+            _LIBC.append(ctypes.CDLL(name).malloc_trim if name else None)
+        except (OSError, AttributeError):
+            _LIBC.append(None)
+    if _LIBC[0] is not None:
+        _LIBC[0](0)

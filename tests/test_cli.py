@@ -220,7 +220,7 @@ def test_piped_output_never_splits_a_number_from_its_unit():
     for line in p.stdout.splitlines():
         assert not line.rstrip().endswith(("·", "(")), line  # a wrapped sentence
     fused = [ln for ln in p.stdout.splitlines() if ln.strip().startswith("fused:")]
-    assert fused and "on matrix units" in fused[0]  # the whole sentence on one line
+    assert fused and "at the vector fp32 peak (fp32 without TF32)" in fused[0]  # the whole sentence on one line
 
 
 def test_tiny_times_read_as_negligible():

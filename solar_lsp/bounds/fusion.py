@@ -11,8 +11,10 @@ Rules (docs/sol-model.md, "Fusion"), for a producer P and a consumer C of one of
 
 Ops that compute from nothing but constants and indices (``arange``, ``full``, causal masks)
 are *generators*: a fused kernel recomputes them from indices, so they never cost traffic there
-and never join two groups. Groups are the connected components of the fusible edges; the
-cache-aware model (cache_ilp.py) decides where to cut each group.
+and never join two groups. In a training step no edge joins two phases (forward, backward,
+optimizer; docs/training.md): what one phase hands to the next goes through DRAM. Groups are
+the connected components of the fusible edges; the cache-aware model (cache_ilp.py) decides
+where to cut each group.
 """
 
 from __future__ import annotations
@@ -189,6 +191,8 @@ def _rule(fg: FusionGraph, pr: str, c: str) -> str | None:
         return None
     if getattr(fg.ops[pr], "repeat", 1) != getattr(fg.ops[c], "repeat", 1):
         return None  # a loop body and the code around it are different kernels
+    if fg.ops[pr].phase != fg.ops[c].phase:
+        return None  # a training step's phases are different kernels (docs/training.md)
     if build_model(fg.p, fg.vm, [fg.ops[pr], fg.ops[c]], fg.free_tensors, set()) is None:
         return None
     if kp == "elementwise" and kc == "elementwise":

@@ -14,6 +14,7 @@ from solar_lsp.bounds.sol import Policy
 from solar_lsp.cli.args import (
     hw_names,
     llm_config,
+    mode_config,
     parse_dims,
     parse_onchip,
     shadowed_chip_warnings,
@@ -70,6 +71,16 @@ def analyze_command(args, out: Console, err: Console) -> int:
                   "pragma above a function (`# solar: x=f32[8,512]`), or define `class Model("
                   "nn.Module)` with `get_inputs()` (docs/entry-points.md)", highlight=False)
         return 1
+    missing = untrained(report, cfg)
+    for m in missing:
+        err.print(f"[red]error:[/red] {args.file}: {escape(m)}", highlight=False)
+    if missing:
+        for e in report.entries:
+            if e.status == "ok" and e.mode != "train":
+                e.status, e.error = "error", "--mode train: no training step for this entry"
+        if args.cmd == "analyze" and args.json:
+            print(json.dumps(report.to_json(), indent=1, default=str))
+        return 2
     return _show(report, args, chips, cfg, out, err)
 
 
@@ -97,7 +108,22 @@ def _config(args, chips) -> Config:
         cfg.verify = not args.no_verify
         cfg.policy = Policy(tf32_matmul=args.tf32 == "all", tf32_conv=args.tf32 != "none")
     cfg.llm = llm_config(args)
+    try:
+        mode_config(args, cfg)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     return cfg
+
+
+def untrained(report, cfg: Config) -> list[str]:
+    """Entries analyzed without the training step ``--mode train`` asked for (their frontend
+    returned the forward only): one message each."""
+    if cfg.mode != "train":
+        return []
+    return [f"{e.name} (line {e.line}): the {e.frontend} frontend has no training step for this "
+            "entry yet (--mode train); its forward alone was analyzed, so no train-mode figures "
+            "are reported. Run without --mode train for the inference bound"
+            for e in report.entries if e.status == "ok" and getattr(e, "mode", "inference") != "train"]
 
 
 def _show(report, args, chips, cfg: Config, out: Console, err: Console) -> int:

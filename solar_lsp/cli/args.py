@@ -61,6 +61,32 @@ def _file_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--timeout", type=float, default=DEFAULT_ANALYZE_TIMEOUT_S, metavar="S",
                     help=f"stop after S seconds (an endless loop in the code; default "
                          f"{DEFAULT_ANALYZE_TIMEOUT_S:g}; 0: none)")
+    mode_args(sp)
+
+
+def mode_args(sp: argparse.ArgumentParser) -> None:
+    """``--mode``, ``--optimizer``, ``--loss``: what is analyzed (docs/training.md)."""
+    sp.add_argument("--mode", choices=["inference", "train"], default="inference",
+                    help="inference: the entry's forward (default); train: one training step "
+                         "(forward, backward of the loss, optimizer update)")
+    sp.add_argument("--optimizer", choices=["adamw", "sgd", "none"], default=None,
+                    help="train mode: the update of every trainable parameter, torch.optim "
+                         "defaults (default adamw; none: forward and backward only)")
+    sp.add_argument("--loss", choices=["mean", "sum"], default=None,
+                    help="train mode: the scalar reduced from the entry's output (default mean)")
+
+
+def mode_config(args, cfg) -> None:
+    """Set ``cfg.mode``, ``cfg.optimizer``, ``cfg.loss`` from the options; ValueError when
+    --optimizer or --loss come without --mode train."""
+    mode = getattr(args, "mode", "inference")
+    given = [f"--{n}" for n in ("optimizer", "loss") if getattr(args, n, None) is not None]
+    if mode != "train" and given:
+        verb = "apply" if len(given) > 1 else "applies"
+        raise ValueError(f"{' and '.join(given)} only {verb} to a training step: add --mode train")
+    cfg.mode = mode
+    cfg.optimizer = getattr(args, "optimizer", None) or "adamw"
+    cfg.loss = getattr(args, "loss", None) or "mean"
 
 
 def _analyze_parser(sub) -> None:

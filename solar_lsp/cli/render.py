@@ -18,24 +18,17 @@ def render(report, console: Console, chips) -> None:
             where = f" at line {e.error_line}" if e.error_line else ""
             console.print(f"{head}: [red]error{where}[/red]: {e.error}")
             continue
-        t = Table(title=f"{head} on {chip.display_name}", title_justify="left")
-        for col, j in (("line", "right"), ("ops", "left"), ("FLOPs", "right"), ("bytes", "right"),
-                       ("unfused", "right"), ("bound", "left")):
-            t.add_column(col, justify=j)
-        for ln in e.lines:
-            ops = ", ".join(sorted({units.op_name(o.target) for o in ln.ops}))
-            t.add_row(str(ln.line) if ln.line else "?", ops, units.flops(ln.flops), units.nbytes(ln.bytes),
-                      units.seconds(ln.t_unfused_s), ln.bound)
         tot = e.totals
-        t.add_section()
-        t.add_row("total", "", units.flops(tot["flops"]), units.nbytes(tot["bytes_unfused"]),
-                  units.seconds(tot["t_unfused_s"]), tot["bound_unfused"])
-        console.print(t)
+        if getattr(e, "mode", "inference") == "train":
+            console.print(train_table(e, f"{head}, one training step on {chip.display_name}"))
+            _render_phases(e, console)
+        else:
+            console.print(_table(e, f"{head} on {chip.display_name}"))
         console.print(f"  fused: {units.seconds(tot['t_fused_s'])} ({tot['bound']}-bound, "
                       f"{units.nbytes(tot['bytes_fused'])} DRAM) · cache-aware: "
                       f"{units.seconds(tot.get('t_cache_aware_s'))} ({_nb(tot.get('bytes_cache_aware'))} DRAM"
                       f" in {_nb(tot.get('onchip_bytes'))} on chip) · unfused: {units.seconds(tot['t_unfused_s'])}"
-                      f" · {units.flops(tot['tensor_flops'])} on matrix units")
+                      f" · {units.tensor_units(tot['tensor_flops'], tot.get('tensor_flops_by_unit'))}")
         if tot.get("incomplete"):
             console.print(f"  [yellow]incomplete[/yellow]: {tot['incomplete']}")
         if len(e.by_hardware) > 1:
@@ -59,6 +52,68 @@ def render(report, console: Console, chips) -> None:
             console.print(f"  note (line {n['line']}): {n['note']}", markup=False)
         if getattr(e, "symbolic", None):
             render_symbolic(e, console)
+
+
+def _table(e, title: str) -> Table:
+    """The per-line table of an inference entry."""
+    t = Table(title=title, title_justify="left")
+    for col, j in (("line", "right"), ("ops", "left"), ("FLOPs", "right"), ("bytes", "right"),
+                   ("unfused", "right"), ("bound", "left")):
+        t.add_column(col, justify=j)
+    for ln in e.lines:
+        ops = ", ".join(sorted({units.op_name(o.target) for o in ln.ops}))
+        t.add_row(str(ln.line) if ln.line else "?", ops, units.flops(ln.flops), units.nbytes(ln.bytes),
+                  units.seconds(ln.t_unfused_s), ln.bound)
+    tot = e.totals
+    t.add_section()
+    t.add_row("total", "", units.flops(tot["flops"]), units.nbytes(tot["bytes_unfused"]),
+              units.seconds(tot["t_unfused_s"]), tot["bound_unfused"])
+    return t
+
+
+PHASES = ("forward", "backward", "optimizer")
+
+
+def train_table(e, title: str) -> Table:
+    """A training step's table (docs/training.md): a row per line and phase (backward work is
+    on the forward line it differentiates, an update on its parameter's first line), then the
+    totals of each phase and of the step."""
+    t = Table(title=title, title_justify="left")
+    for col, j in (("line", "right"), ("phase", "left"), ("ops", "left"), ("FLOPs", "right"),
+                   ("bytes", "right"), ("unfused", "right"), ("bound", "left")):
+        t.add_column(col, justify=j)
+    for ln in e.lines:
+        first = True
+        for ph in PHASES:
+            ops = [o for o in ln.ops if o.phase == ph]
+            if not ops:
+                continue
+            comp = sum(o.t_s for o in ops if o.bound == "compute")
+            mem = sum(o.t_s for o in ops if o.bound == "memory")
+            t.add_row((str(ln.line) if ln.line else "?") if first else "", ph,
+                      ", ".join(sorted({units.op_name(o.target) for o in ops})),
+                      units.flops(sum(o.flops for o in ops)), units.nbytes(sum(o.bytes for o in ops)),
+                      units.seconds(sum(o.t_s for o in ops)), "compute" if comp > mem else "memory")
+            first = False
+    t.add_section()
+    for ph, d in (e.phases or {}).items():
+        t.add_row("total", ph, "", units.flops(d["flops"]), units.nbytes(d["bytes_unfused"]),
+                  units.seconds(d["t_unfused_s"]), "")
+    tot = e.totals
+    t.add_row("total", "step", "", units.flops(tot["flops"]), units.nbytes(tot["bytes_unfused"]),
+              units.seconds(tot["t_unfused_s"]), tot["bound_unfused"])
+    return t
+
+
+def _render_phases(e, console: Console) -> None:
+    """The fused SOL of each phase and the activation memory kept for the backward."""
+    parts = [f"{ph} {units.seconds(d['t_fused_s'])} ({units.nbytes(d['bytes_fused'])} DRAM)"
+             for ph, d in (e.phases or {}).items()]
+    console.print("  fused per phase: " + " · ".join(parts))
+    act = e.totals.get("activation_bytes")
+    if act is not None:
+        console.print(f"  activations kept for the backward: {units.nbytes(act)} (weights, "
+                      "gradients and optimizer state not included)")
 
 
 def render_symbolic(e, console: Console) -> None:

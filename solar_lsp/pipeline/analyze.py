@@ -18,6 +18,7 @@ from solar_lsp.hardware.chips import Chip, load_chips
 from solar_lsp.pipeline.config import Config
 from solar_lsp.pipeline.report import EntryReport, FileReport
 from solar_lsp.pipeline.tail import bound_and_verify, fail
+from solar_lsp.pipeline.train import finish_train_program, optimizer_verdict
 from solar_lsp.source.discover import DiscoveryError, Entry, discover
 from solar_lsp.source.reading import SourceError, read_source
 
@@ -124,12 +125,16 @@ def analyze_entry(er: EntryReport, module, entry: Entry, path: str, chips: list[
     """One torch entry: trace, lower (the agent fills unlowered ops when opted in), the tail."""
     from solar_lsp.frontend.torch.lower import lower
     from solar_lsp.frontend.torch.trace import trace
+    from solar_lsp.frontend.torch.train import trace_train
     t = time.perf_counter()
+    train = config.mode == "train"
+    er.mode = config.mode
     try:
-        traced = trace(module, entry, path)
+        traced = trace_train(module, entry, path, config.loss) if train else trace(module, entry, path)
     except EntryError as exc:
         fail(er, exc)
-        _whole_entry_by_agent(er, module, entry, path, chips, config, exc)
+        if not train:  # the agent translates a forward, never a training step
+            _whole_entry_by_agent(er, module, entry, path, chips, config, exc)
         return
     er.inputs = [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in traced.input_specs]
     er.timings["trace_s"] = time.perf_counter() - t
@@ -139,13 +144,32 @@ def analyze_entry(er: EntryReport, module, entry: Entry, path: str, chips: list[
     er.timings["lower_s"] = time.perf_counter() - t
     if lowered.unsupported:  # the LLM agent may fill these in (opt-in; docs/llm.md)
         _nodes_by_agent(er, traced, lowered, module, config)
+    if train:
+        _optimizer_step(er, traced, lowered, config)
 
     def verify() -> tuple[dict, float]:  # at a reduced size when the full one is too large
         from solar_lsp.pipeline.reduced_verify import verify_torch
-        return verify_torch(module, entry, path, traced, lowered, config)
+        v, seconds = verify_torch(module, entry, path, traced, lowered, config)
+        t = time.perf_counter()
+        optimizer_verdict(v, lowered.program, config)  # the update's IR against torch.optim
+        return v, seconds + time.perf_counter() - t
 
     aten = sum(1 for n in traced.exported.graph.nodes if n.op == "call_function")
     bound_and_verify(er, lowered.program, chips, config, config.policy, {"aten_nodes": aten}, verify)
+
+
+def _optimizer_step(er: EntryReport, traced, lowered, config: Config) -> None:
+    """Append the optimizer update of every trainable parameter to the training step's
+    program (docs/training.md); its own time counts as lowering time."""
+    from solar_lsp.frontend.torch.train import grad_tensors
+    t = time.perf_counter()
+    try:
+        grads = grad_tensors(traced, lowered)
+    except EntryError as exc:
+        er.notes.append({"line": None, "kind": "train", "note": f"no optimizer update: {exc}"})
+        return
+    finish_train_program(lowered.program, grads, config)
+    er.timings["lower_s"] += time.perf_counter() - t
 
 
 def _nodes_by_agent(er: EntryReport, traced, lowered, module, config: Config) -> None:

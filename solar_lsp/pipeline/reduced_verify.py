@@ -8,6 +8,7 @@ through the same verifier. The bounds always come from the full size.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import itertools
 import os
@@ -43,7 +44,11 @@ def verify_torch(module: types.ModuleType, entry: Entry, path: str, traced: Any,
     from solar_lsp.verify.check_torch import verify as run  # imports numba
 
     def retrace(mod: types.ModuleType, ent: Entry) -> tuple[Program, Any, Any]:
-        t = trace(mod, ent, path)
+        if getattr(traced, "mode", "inference") == "train":  # the training step (no optimizer)
+            from solar_lsp.frontend.torch.train import trace_train
+            t = trace_train(mod, ent, path, config.loss)
+        else:
+            t = trace(mod, ent, path)
         lo = lower(t)
         if len(lo.unsupported) != len(lowered.unsupported):
             raise EntryError("lower", "the ops without a lowering differ")
@@ -52,20 +57,28 @@ def verify_torch(module: types.ModuleType, entry: Entry, path: str, traced: Any,
     def check(t: Any, lo: Any, mod: types.ModuleType) -> Verification:
         return run(t, lo, mod, config.budget_bytes)
 
-    limits = reduced.Limits.of_budget(config.budget_bytes)
+    if getattr(traced, "mode", "inference") == "train":  # the optimizer has no torch node to check
+        ops = [op for op in lowered.program.ops if op.phase != "optimizer"]
+        lowered = dataclasses.replace(lowered, program=dataclasses.replace(lowered.program, ops=ops))
+    limits = reduced.Limits.of_budget(config.budget_bytes, streamed=True)
     return verify_entry(module, entry, path, (traced, lowered), config, limits, retrace, check)
 
 
 def verify_jax(module: types.ModuleType, entry: Entry, path: str, traced: Any, lowered: Any,
-               config: Config, relower: Callable[[Any], Any]) -> tuple[dict, float]:
+               config: Config, relower: Callable[[Any], Any],
+               retrace_fn: Callable[[types.ModuleType, Entry], Any] | None = None) -> tuple[dict, float]:
     """A JAX entry's verification JSON and seconds (``relower`` lowers a re-traced entry as
-    the full one was), at a reduced size when the full one is over a limit."""
+    the full one was; ``retrace_fn`` re-traces it, by default the forward trace), at a reduced
+    size when the full one is over a limit. A training step (``config.mode == "train"``) is
+    checked against jax's ``value_and_grad`` jaxpr, with each gradient's verdict."""
     from solar_lsp.frontend.jax.trace import trace
-    from solar_lsp.verify.check_jax import REPLAY_POINTS
-    from solar_lsp.verify.check_jax import verify as run  # imports numba
+    from solar_lsp.verify.check_jax import REPLAY_POINTS, verify, verify_train  # imports numba
+
+    run = verify_train if config.mode == "train" else verify
+    retrace_fn = retrace_fn or (lambda mod, ent: trace(mod, ent, path))
 
     def retrace(mod: types.ModuleType, ent: Entry) -> tuple[Program, Any, Any]:
-        t = trace(mod, ent, path)
+        t = retrace_fn(mod, ent)
         lo = relower(t)
         if len(lo.unsupported) != len(lowered.unsupported):
             raise EntryError("lower", "the equations without a lowering differ")

@@ -31,13 +31,15 @@ class OpReport:
     bound: str
     source: str = "tracer"  # "llm": IR written by the LLM agent and verified (solar_lsp/llm)
     t_compute_s: float | None = None  # compute term alone: the op's share once fused
+    phase: str = "forward"  # "forward" | "backward" | "optimizer" (docs/training.md)
 
     def to_json(self) -> dict:
         return {"op": self.target, "id": self.op, "einsum": self.einsum, "shapes": self.shapes,
                 "dtype": self.dtype, "macs": self.macs, "flops": self.flops,
                 "tensor_flops": self.tensor_flops, "vector_flops": self.vector_flops,
                 "transcendentals": self.transcendentals, "bytes": self.bytes, "t_s": self.t_s,
-                "bound": self.bound, "source": self.source, "t_compute_s": self.t_compute_s}
+                "bound": self.bound, "source": self.source, "t_compute_s": self.t_compute_s,
+                "phase": self.phase}
 
 
 @dataclass
@@ -51,6 +53,9 @@ class LineReport:
     ops: list[OpReport] = field(default_factory=list)
     # the line's counts as formulas of the shape symbols (`--symbolic`; pipeline/symbolic_costs.py)
     symbolic: dict | None = None
+    # a training step's line (docs/training.md): {phase: {"flops", "bytes", "t_unfused_s"}}
+    # for each phase with work on the line; None in inference mode (no "phases" key in JSON)
+    phases: dict | None = None
 
     @property
     def bound(self) -> str:
@@ -58,10 +63,22 @@ class LineReport:
         mem = sum(o.t_s for o in self.ops if o.bound == "memory")
         return "compute" if comp > mem else "memory"
 
+    def split_phases(self) -> None:
+        """Fill ``phases`` from the ops (a training step's line)."""
+        self.phases = {}
+        for o in self.ops:
+            d = self.phases.setdefault(o.phase, {"flops": 0, "bytes": 0, "t_unfused_s": 0.0})
+            d["flops"] += o.flops
+            d["bytes"] += o.bytes
+            d["t_unfused_s"] += o.t_s
+
     def to_json(self) -> dict:
-        return {"line": self.line, "flops": self.flops, "bytes": self.bytes,
-                "t_unfused_s": self.t_unfused_s, "bound": self.bound,
-                "ops": [o.to_json() for o in self.ops], "symbolic": self.symbolic}
+        d = {"line": self.line, "flops": self.flops, "bytes": self.bytes,
+             "t_unfused_s": self.t_unfused_s, "bound": self.bound,
+             "ops": [o.to_json() for o in self.ops], "symbolic": self.symbolic}
+        if self.phases is not None:
+            d["phases"] = self.phases
+        return d
 
 
 @dataclass
@@ -96,7 +113,8 @@ class EntryReport:
     # counts and times as formulas of the pragma's shape symbols (`--symbolic`; docs/sol-model.md)
     symbolic: dict | None = None
     # "inference" or "train" (docs/training.md); in train mode, ``phases`` holds the totals of
-    # each phase ("forward", "backward", "optimizer"): the same keys as ``totals``
+    # each phase ("forward", "backward", "optimizer"): flops, tensor_flops, vector_flops,
+    # transcendentals, bytes_unfused, bytes_fused, t_unfused_s, t_fused_s (first chip)
     mode: str = "inference"
     phases: dict | None = None
 

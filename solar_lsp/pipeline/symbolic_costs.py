@@ -146,7 +146,8 @@ def evaluator(path: str, entry: Entry, config: Config, chips: list[Chip]
         entries[entry.name] = rewrite_pragma(entry.pragma or "", sizes)
         cfg = Config(hw=list(config.hw), entry=entry.name, policy=config.policy, verify=False,
                      budget_bytes=config.budget_bytes, dims={**config.dims, **sizes},
-                     entries=entries, onchip=config.onchip)
+                     entries=entries, onchip=config.onchip, mode=config.mode,
+                     optimizer=config.optimizer, loss=config.loss)  # a training step's formulas too
         rep = analyze_file(path, cfg, chips)
         if rep.error or not rep.entries:
             raise RuntimeError(rep.error or f"no entry {entry.name}")

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from solar_lsp.bounds.einsum_graph import Counts, build_graph, count_kernel
+from solar_lsp.bounds.priced import tensor_flops_by_unit
 from solar_lsp.bounds.sol import (
     Fidelity,
     Policy,
@@ -27,6 +28,7 @@ from solar_lsp.ir.core import Program
 from solar_lsp.pipeline.config import Config
 from solar_lsp.pipeline.fidelity import fill_multi_fidelity
 from solar_lsp.pipeline.report import EntryReport, LineReport, OpReport
+from solar_lsp.pipeline.train import activation_bytes, is_train_program, phase_totals
 
 NOT_VERIFIED = {"status": "unverified", "detail": "verification was turned off (--no-verify)"}
 
@@ -97,7 +99,11 @@ def fill_sol(er: EntryReport, program: Program, costs, chips: list[Chip], config
                  "bytes_cache_aware": None, "t_unfused_s": u0.t_s, "t_fused_s": f0.t_s,
                  "t_cache_aware_s": None, "bound": f0.bound, "bound_unfused": u0.bound,
                  "hardware": chip.name}
+    er.totals["tensor_flops_by_unit"] = tensor_flops_by_unit(costs, chip)
     er.totals["tensor_flops_dense"] = total.tensor_flops + masked_tensor_flops(program)
+    er.mode = "train" if is_train_program(program) else "inference"  # what was bounded
+    if er.mode == "train":
+        fill_train(er, program, costs, chip)
     if incomplete:
         er.totals["incomplete"] = (
             f"{incomplete} op(s) without a lowering are not counted: every total is a lower "
@@ -113,6 +119,15 @@ def fill_sol(er: EntryReport, program: Program, costs, chips: list[Chip], config
     er.notes = [n for n in er.notes if n.get("kind") != "peak"] + [
         {"line": line, "kind": "peak", "note": f"{ch.name}: {how}"}
         for ch in chips for line, how in peak_notes(costs, ch)]
+
+
+def fill_train(er: EntryReport, program: Program, costs, chip: Chip) -> None:
+    """A training step's report (docs/training.md): the totals of each phase, the activation
+    memory kept for the backward, and each line's work split by phase."""
+    er.phases = phase_totals(costs, program, chip)
+    er.totals["activation_bytes"] = activation_bytes(program)
+    for ln in er.lines:
+        ln.split_phases()
 
 
 def masked_tensor_flops(program: Program) -> int:
@@ -145,7 +160,8 @@ def _line_reports(costs, chip: Chip) -> list[LineReport]:
         ln.ops.append(OpReport(c.op.id, c.op.target, c.op.line, "; ".join(c.einsums) or str(c.op.call),
                                c.shapes, c.dtype, c.counts.macs, c.counts.flops, c.counts.tensor_flops,
                                c.counts.vector_flops, c.counts.transcendentals, c.bytes, t_s, bound,
-                               t_compute_s=max(c.work.times(chip).values(), default=0.0)))
+                               t_compute_s=max(c.work.times(chip).values(), default=0.0),
+                               phase=c.op.phase))
     return sorted(lines.values(), key=lambda ln: (ln.line is None, ln.line or 0))
 
 

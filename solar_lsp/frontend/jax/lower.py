@@ -379,6 +379,14 @@ def op_count_score(p: Program, ops: list[Op]) -> float:
 def lower(traced: JaxTraced, score: Callable[[Program, list[Op]], float] | None = None) -> JaxLowered:
     """The IR program of a traced entry: params (weights, then jaxpr consts), inputs, ops."""
     lw = JaxLowerer(traced, score)
+    lower_with(lw)
+    return lw.out
+
+
+def lower_with(lw: JaxLowerer) -> list[Any]:
+    """Run a lowerer over its traced entry; the handles of the jaxpr's outputs, in order
+    (a tensor name, or a :class:`Lit` for a literal output)."""
+    traced = lw.traced
     invars = traced.closed.jaxpr.invars
     args = []
     names = list(traced.param_names) + list(traced.input_names)
@@ -393,7 +401,7 @@ def lower(traced: JaxTraced, score: Callable[[Program, list[Op]], float] | None 
         if isinstance(o, str) and o not in lw.program.outputs:
             lw.program.outputs.append(o)
     lw.out.node_of_tensor = {t: str(k) for t, k in lw.out.tensor_key.items()}
-    return lw.out
+    return outs
 
 
 def _ident(s: str) -> str:

@@ -55,8 +55,9 @@ def _dot_general(c: JCtx) -> None:
 @lowers("conv_general_dilated")
 def _conv(c: JCtx) -> None:
     p = c.p
-    if int(p["batch_group_count"]) != 1:
-        raise Unsupported("convolution with batch_group_count > 1")
+    BG = int(p["batch_group_count"])  # > 1: a grouped conv's weight gradient (XLA semantics)
+    if BG != 1 and (int(p["feature_group_count"]) != 1 or any(int(d) != 1 for d in p["lhs_dilation"] or ())):
+        raise Unsupported("convolution with batch_group_count > 1 and feature groups or input dilation")
     dn = p["dimension_numbers"]
     ls, rs, os_spec = tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)
     x, w = c.t(0), c.t(1)
@@ -73,12 +74,15 @@ def _conv(c: JCtx) -> None:
     if transposed and any(s != 1 for s in strides):
         raise Unsupported("convolution with both input dilation and window strides")
     cin, cout = xs[ls[1]], ws[rs[0]]
-    cg_in, cg_out = cin // G, cout // G
-    ext = {"n": xs[ls[0]], "g": G, "o": cg_out, "c": cg_in}
+    # batch groups: output feature group g reads the g-th contiguous slice of the batch
+    nb = xs[ls[0]] // BG
+    cg_in, cg_out = cin // G, cout // (G * BG)
+    ext = {"n": nb, "g": G * BG, "o": cg_out, "c": cg_in}
     xi: list[Affine] = [Affine.of(0)] * len(xs)
     wi: list[Affine] = [Affine.of(0)] * len(ws)
     oi: list[Affine] = [Affine.of(0)] * len(osh)
-    xi[ls[0]], xi[ls[1]] = Affine.var("n"), Affine.var("g", cg_in) + Affine.var("c")
+    xi[ls[0]] = Affine.var("g", nb) + Affine.var("n") if BG > 1 else Affine.var("n")
+    xi[ls[1]] = Affine.var("c") if BG > 1 else Affine.var("g", cg_in) + Affine.var("c")
     wi[rs[0]], wi[rs[1]] = Affine.var("g", cg_out) + Affine.var("o"), Affine.var("c")
     oi[os_spec[0]], oi[os_spec[1]] = Affine.var("n"), Affine.var("g", cg_out) + Affine.var("o")
     guards = []
@@ -104,10 +108,9 @@ def _conv(c: JCtx) -> None:
             if lo < 0 or hi >= osh[os_spec[2 + d]]:
                 guards.append(Guard(e, 0, osh[os_spec[2 + d]]))
     outv = ["n", "g", "o"] + sp + (ks if transposed else [])
-    init = "identity"
     if transposed:  # scatter form: zero the output first, then accumulate onto it
         c.fill(0.0)
-        init = "keep"
-    c.emit(B.contraction(c.name("conv"), o, outv, x, tuple(xi), w, tuple(wi), ext, init=init,
+    c.emit(B.contraction(c.name("conv"), o, outv, x, tuple(xi), w, tuple(wi), ext,
+                         init="keep" if transposed else "identity",
                          guards=guards, out_idx=tuple(oi)))
 

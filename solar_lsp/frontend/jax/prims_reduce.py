@@ -6,7 +6,7 @@ from __future__ import annotations
 from solar_lsp.frontend import builders as B
 from solar_lsp.frontend.errors import Unsupported
 from solar_lsp.frontend.jax.context import JCtx, Shape, lowers
-from solar_lsp.ir.core import Affine, Expr, Guard, Kernel, Load, call
+from solar_lsp.ir.core import Affine, Expr, Guard, Index, Kernel, Load, call
 
 _REDUCE_OPS = {"reduce_sum": "+=", "reduce_max": "max=", "reduce_min": "min=", "reduce_prod": "*=",
                "reduce_and": "min=", "reduce_or": "max="}
@@ -113,3 +113,39 @@ def _reduce_window(c: JCtx) -> None:
     c.emit(Kernel(c.name("win"), tuple(loops), Load(c.out(), oi), op, Load(x, tuple(xi)),
                   guards=tuple(guards)))
 
+
+
+@lowers("select_and_scatter_add")
+def _select_and_scatter_add(c: JCtx) -> None:
+    """The gradient of a max (min) pool: each window's ``source`` value goes to the first
+    position of the window holding its max (min), as XLA's select with ``ge`` (``le``)
+    picks it. Three passes over the windows: the window's extremum, the first offset
+    reaching it (the offset as a value, ``Index``), then the scatter-add onto a zeroed
+    output (the transposed convolution's scatter form)."""
+    src, x = c.t(0), c.t(1)
+    xs, ss = c.shape(x), c.shape(src)
+    p = c.p
+    sel = getattr(p["select_prim"], "name", str(p["select_prim"]))
+    if sel not in ("ge", "le", "gt", "lt"):
+        raise Unsupported(f"select_and_scatter_add selecting with {sel}")
+    window = [int(w) for w in p["window_dimensions"]]
+    loops, xi, guards = _window(c, x, xs, ss, window, [int(s) for s in p["window_strides"]],
+                                [(int(a), int(b)) for a, b in p["padding"]], [1] * len(xs))
+    si = tuple(Affine.var(f"s{d}") for d in range(len(ss)))
+    offset = Affine.of(0)  # the window offset k as one integer, row-major over the window
+    mult = 1
+    for d in reversed(range(len(xs))):
+        if window[d] > 1:
+            offset = offset + Affine.var(f"k{d}", mult)
+            mult *= window[d]
+    best, first = c.tmp(ss, c.dtype(x)), c.tmp(ss, "int32")
+    g = tuple(guards)
+    red = "max=" if sel in ("ge", "gt") else "min="
+    c.emit(Kernel(c.name("sel"), tuple(loops), Load(best, si), red, Load(x, tuple(xi)), guards=g))
+    hit = call("eq", Load(x, tuple(xi)), Load(best, si))
+    c.emit(Kernel(c.name("first"), tuple(loops), Load(first, si), "min=",
+                  call("where", hit, Index(offset), float(mult)), guards=g))
+    c.fill(0.0)
+    c.emit(Kernel(c.name("scatter"), tuple(loops), Load(c.out(), tuple(xi)), "+=",
+                  call("where", call("eq", Index(offset), Load(first, si)), Load(src, si), 0.0),
+                  guards=g, init="keep"))

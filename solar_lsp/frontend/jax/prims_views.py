@@ -45,8 +45,16 @@ def _broadcast(c: JCtx) -> None:
 
 @lowers("reshape")
 def _reshape(c: JCtx) -> None:
-    if c.p.get("dimensions") is not None:
-        raise Unsupported("reshape with a dimension permutation")
+    dims = c.p.get("dimensions")
+    if dims is not None and list(dims) != list(range(len(c.in_shape(0)))):
+        # reshape(x, dimensions=p) is reshape(transpose(x, p)): a permute view, then reshape
+        x = c.t(0)
+        xs = c.shape(x)
+        perm = tuple(int(d) for d in dims)
+        mid = c.pre_view(x, tuple(xs[d] for d in perm), ("permute", perm))
+        c.inputs = [mid]
+        c.view("reshape", tuple(c.out_shape()))
+        return
     if _view_or_fill(c):
         return
     c.t(0)
@@ -177,3 +185,23 @@ def _pad(c: JCtx) -> None:
         oi.append(Affine.var(v, step) + (lo + first * step))
     c.emit(Kernel(c.name("pad"), tuple(loops), Load(c.out(), tuple(oi)), "=", Load(x, tuple(xi))))
 
+
+
+@lowers("unstack")
+def _unstack(c: JCtx) -> None:
+    """``unstack`` (the transpose of ``stack``): output j is the ``select`` view at index j."""
+    x = c.t(0)
+    axis = int(c.p["axis"]) % len(c.shape(x))
+    for j in range(len(c.outs)):
+        op = Op(id=c.lw.new_op_id("unstack"), target="unstack", line=c.line, inputs=[x],
+                outputs=[c.outs[j]], kind="view", call=("select", axis, j), repeat=c.repeat)
+        c.pre_ops.append(op)
+    c.kind = "none"
+
+
+@lowers("empty2", "empty")
+def _empty(c: JCtx) -> None:
+    """An uninitialised buffer (a cond's or a scan's placeholder residual): no data moves."""
+    c.kind = "alloc"
+    for j in range(len(c.outs)):
+        c.out(j)

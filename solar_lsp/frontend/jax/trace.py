@@ -125,10 +125,13 @@ class _Built:
 
     def __init__(self, fn: Callable, abstract: list[Any], real: Callable[[int], list[Any]],
                  n_params: int, param_names: list[str], input_names: list[str],
-                 specs: list[TensorSpec]):
+                 specs: list[TensorSpec], trainable: list[bool] | None = None):
         self.fn, self.abstract, self.real = fn, abstract, real
         self.n_params, self.param_names = n_params, param_names
         self.input_names, self.specs = input_names, specs
+        # per parameter leaf: whether a training step updates it (Flax ``params`` /
+        # ``nnx.Param``; batch statistics and other collections are not trained)
+        self.trainable = trainable if trainable is not None else [True] * n_params
 
 
 def build(module: types.ModuleType, entry: Entry, path: str) -> _Built:
@@ -201,7 +204,9 @@ def _build_linen(cls, init_args, init_kwargs, structs, real_inputs, call, names,
         ins = real_inputs(seed)
         v = init(jax.random.PRNGKey(0), *ins)
         return list(jax.tree_util.tree_leaves(v)) + ins
-    return _Built(fn, leaves + structs, real, n, [_keystr(p) for p, _ in paths], names, specs)
+    names_p = [_keystr(p) for p, _ in paths]
+    trainable = [bool(p) and getattr(p[0], "key", None) == "params" for p, _ in paths]
+    return _Built(fn, leaves + structs, real, n, names_p, names, specs, trainable)
 
 
 def _build_nnx(cls, init_args, init_kwargs, structs, real_inputs, call, names, specs) -> _Built:
@@ -220,8 +225,10 @@ def _build_nnx(cls, init_args, init_kwargs, structs, real_inputs, call, names, s
         m = cls(*init_args, **_with_rngs(cls, init_kwargs, 0))
         _, st = nnx.split(m)
         return list(jax.tree_util.tree_leaves(st)) + real_inputs(seed)
+    variables = jax.tree_util.tree_leaves(state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+    trainable = [isinstance(v, nnx.Param) for v in variables] if len(variables) == n else None
     return _Built(fn, [leaf for _, leaf in paths] + structs, real, n,
-                  [_keystr(p) for p, _ in paths], names, specs)
+                  [_keystr(p) for p, _ in paths], names, specs, trainable)
 
 
 def _keystr(path: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from solar_lsp.frontend import builders as B
 from solar_lsp.frontend.errors import Unsupported
 from solar_lsp.frontend.torch.context import Ctx, Shape, lowers, node_for
-from solar_lsp.ir.core import Affine, Kernel, Load, call
+from solar_lsp.ir.core import Affine, Guard, Kernel, Load, call
 
 
 @lowers("aten.mm.default", "aten.bmm.default", "aten.matmul.default", "aten.mv.default",
@@ -230,3 +230,56 @@ def _conv(c: Ctx, a: tuple, kw: dict) -> None:
     c.emit(*B.conv(c.name("conv"), x, xs, w, ws, c.out, c.out_shape, stride, padding, dilation,
                    groups, transposed, b))
 
+
+
+@lowers("aten.convolution_backward.default")
+def _conv_backward(c: Ctx, a: tuple, kw: dict) -> None:
+    """The gradients of a convolution: the input's as the transposed convolution of the
+    output's gradient with the weight, the weight's as the contraction of that gradient with
+    the (padded) input over batch and output positions, the bias's as a sum; each of the two
+    contractions does the forward's MACs. Only those ``output_mask`` asks for are emitted. A
+    transposed convolution's are the same with the roles of its input and output swapped."""
+    gy, x, w = c.t(a[0]), c.t(a[1]), c.t(a[2])
+    gys, xs, ws = c.shape(gy), c.shape(x), c.shape(w)
+    nd = len(xs) - 2
+    stride, padding, dilation = (list(v) * (nd if len(v) == 1 else 1) for v in (a[4], a[5], a[6]))
+    transposed, groups, mask = bool(a[7]), int(a[9]), list(a[10])
+    outs = c.lw.out_names(c.node)
+    if mask[0] and outs[0] is not None:  # a transposed convolution's dX is a plain one
+        c.emit(*B.conv(c.name("dx"), gy, gys, w, ws, c.out_n(0), c.shape(outs[0]), stride,
+                       padding, dilation, groups, not transposed, None))
+    if mask[1] and outs[1] is not None:
+        if transposed:  # dW[c, o, k] += X[n, c, s] · dY[n, o, s·stride + k·dilation - pad]
+            c.emit(_conv_weight_grad(c.name("dw"), x, xs, gy, gys, c.out_n(1), ws, stride,
+                                     padding, dilation, groups))
+        else:
+            c.emit(_conv_weight_grad(c.name("dw"), gy, gys, x, xs, c.out_n(1), ws, stride,
+                                     padding, dilation, groups))
+    if len(mask) > 2 and mask[2] and len(outs) > 2 and outs[2] is not None:
+        c.emit(B.reduce(c.name("db"), gy, gys, [0] + list(range(2, len(gys))), False,
+                        c.out_n(2), "+="))
+
+
+def _conv_weight_grad(name: str, gy: str, gys: Shape, x: str, xs: Shape, out: str, ws: Shape,
+                      stride: list[int], padding: list[int], dilation: list[int],
+                      groups: int) -> Kernel:
+    """dW[g·O+o, c, k] += dY[n, g·O+o, s] · X[n, g·C+c, s·stride + k·dilation - pad] (for a
+    transposed convolution, called with its input as ``gy`` and its output's gradient as
+    ``x``: the weight's layout [in, out/groups, k...] is the same)."""
+    nd = len(xs) - 2
+    cg_in, cg_out = xs[1] // groups, gys[1] // groups
+    ks, sp = [f"k{d}" for d in range(nd)], [f"s{d}" for d in range(nd)]
+    ext = {"n": xs[0], "g": groups, "o": cg_out, "c": cg_in}
+    xi = [Affine.var("n"), Affine.var("g", cg_in) + Affine.var("c")]
+    guards = []
+    for d in range(nd):
+        ext[ks[d]], ext[sp[d]] = ws[2 + d], gys[2 + d]
+        e = B.window_index(sp[d], ks[d], stride[d], dilation[d], padding[d])
+        xi.append(e)
+        lo, hi = e.bounds(ext)
+        if lo < 0 or hi >= xs[2 + d]:
+            guards.append(Guard(e, 0, xs[2 + d]))
+    yi = [Affine.var("n"), Affine.var("g", cg_out) + Affine.var("o")] + [Affine.var(s) for s in sp]
+    wi = [Affine.var("g", cg_out) + Affine.var("o"), Affine.var("c")] + [Affine.var(k) for k in ks]
+    return B.contraction(name, out, ["g", "o", "c"] + ks, gy, yi, x, xi, ext, guards=guards,
+                         out_idx=wi)

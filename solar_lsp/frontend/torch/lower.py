@@ -48,8 +48,6 @@ DRIVER_OPS: frozenset[str] = frozenset({
 # lists it in ``unsupported``. docs/coverage.md carries the same list; the test
 # tests/test_ops_extra.py fails when a core op is neither lowered nor listed here.
 NOT_LOWERED: dict[str, str] = {
-    "rand": "random values: no deterministic result to verify against torch",
-    "randn": "random values: no deterministic result to verify against torch",
     "randperm": "a random permutation: no deterministic result to verify against torch",
     "native_dropout": "training-mode dropout draws a random mask (eval dropout is lowered as an alias)",
     "_fft_r2c": "FFTs produce complex tensors; the IR has no complex dtype",
@@ -169,7 +167,8 @@ def _run_lowering(lw: LowerState, node: Any, name: str, line: int | None) -> Ctx
 def _record_op(lw: LowerState, node: Any, name: str, line: int | None, c: Ctx) -> None:
     """Append the lowered op to the program (a view also records its base and extent)."""
     op = Op(id=node.name, target=name, line=line, inputs=c.inputs, outputs=c.outputs,
-            kernels=c.kernels, kind=c.kind, call=c.call)
+            kernels=c.kernels, kind=c.kind, call=c.call,
+            phase=lw.traced.phases.get(node.name, "forward"))
     if c.kind == "view":
         lw.program.views[c.outputs[0]] = c.inputs[0]
         base = c.inputs[0]

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.frontend.torch.fake_recurrent import recurrent_shape_rules
 from solar_lsp.source.discover import Entry, TensorSpec
 
 # Ops whose IR is known in closed form stay whole (docs/architecture.md §2: decompose selectively).
@@ -37,23 +38,31 @@ KEEP_WHOLE = (
     "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "upsample_linear1d",
     "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d", "pixel_shuffle",
     "pixel_unshuffle", "im2col", "col2im",
-    # recurrent layers: lowered unrolled over time in lower_recurrent (docs/architecture.md §2)
+    # recurrent layers: lowered in lower_recurrent, one loop body per layer and direction
     "lstm", "gru", "rnn_tanh", "rnn_relu",
 )
 
 
 @dataclass
 class Traced:
-    """An entry exported by torch.export and decomposed, with what lowering needs to know about
-    its nodes: source lines, placeholder kinds and targets, the input specs."""
+    """An entry exported by torch.export and decomposed (or, in train mode, the joint graph of
+    a training step), with what lowering needs to know about its nodes: source lines,
+    placeholder kinds and targets, the input specs, the phases."""
 
     entry: Entry
     path: str
-    exported: Any  # torch.export.ExportedProgram, decomposed
+    exported: Any  # torch.export.ExportedProgram, decomposed; train.JointGraph in train mode
     lines: dict[str, int | None] = field(default_factory=dict)  # node name -> line
     kinds: dict[str, str] = field(default_factory=dict)  # placeholder -> input|param|buffer|constant
     targets: dict[str, str] = field(default_factory=dict)  # placeholder -> FQN or input name
     input_specs: list[TensorSpec] = field(default_factory=list)
+    # train mode (frontend/torch/train.py): "inference" | "train"; the phase of each node
+    # ("forward" | "backward"), the loss node, and each trainable parameter's gradient node
+    mode: str = "inference"
+    phases: dict[str, str] = field(default_factory=dict)
+    loss: str | None = None  # the loss node's name
+    loss_kind: str = "mean"  # "mean" | "sum"
+    grads: dict[str, str] = field(default_factory=dict)  # parameter FQN -> node name
 
 
 _MODULE_COUNTER = [0]
@@ -175,7 +184,8 @@ def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta
     return model, tuple(inputs)
 
 
-def _decomp_table() -> dict:
+def decomp_table() -> dict:
+    """torch.export's core ATen decompositions, less the ops kept whole (``KEEP_WHOLE``)."""
     table = torch.export.default_decompositions()
     for name in KEEP_WHOLE:
         packet = getattr(torch.ops.aten, name, None)
@@ -184,6 +194,9 @@ def _decomp_table() -> dict:
         for overload in packet.overloads():
             table.pop(getattr(packet, overload), None)
     return table
+
+
+_decomp_table = decomp_table  # the former name (tests/test_ops_extra.py imports it)
 
 
 # torch logs a traceback for every failed meta kernel; the entry's error says it once
@@ -211,9 +224,9 @@ def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:
     tensor_inputs = tuple(inputs)
     try:
         # tensors the forward creates (torch.zeros(...)) must be meta too
-        with contextlib.redirect_stdout(io.StringIO()), torch.device("meta"):
+        with contextlib.redirect_stdout(io.StringIO()), torch.device("meta"), recurrent_shape_rules():
             ep = torch.export.export(model, tensor_inputs, strict=False)
-            ep = ep.run_decompositions(_decomp_table())
+            ep = ep.run_decompositions(decomp_table())
     except Exception as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         kind = type(exc).__name__

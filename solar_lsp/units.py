@@ -67,6 +67,31 @@ def op_name(target: str) -> str:
     return _FRIENDLY.get(name, name)
 
 
+def tensor_units(tensor_flops: float, by_unit: dict[str, float] | None) -> str:
+    """Where the contraction FLOPs were priced, in words: ``1.07 GFLOP on tensor cores (bf16)``,
+    ``524 KFLOP of GEMM/conv at the vector fp32 peak (fp32 without TF32)``, or several joined.
+    ``by_unit`` is ``bounds.priced.tensor_flops_by_unit`` (``{"matrix.tf32": n, ...}``; a
+    ``vector.X`` key other than fp32 is type X on a chip without a tensor-core path for it); without
+    it the unit is not known and the words say only what the FLOPs are."""
+    if not tensor_flops:
+        return "no GEMM/conv FLOPs"
+    if not by_unit:
+        return f"{flops(tensor_flops)} of GEMM/conv"
+    parts = []
+    for key, n in sorted(by_unit.items(), key=lambda kv: (not kv[0].startswith("matrix"), -kv[1])):
+        if not n:
+            continue
+        unit, _, dtype = key.partition(".")
+        if unit == "matrix":
+            parts.append(f"{flops(n)} on tensor cores ({dtype})")
+        elif dtype == "fp32":
+            parts.append(f"{flops(n)} of GEMM/conv at the vector fp32 peak (fp32 without TF32)")
+        else:
+            peak = "fp32" if dtype == "tf32" else dtype
+            parts.append(f"{flops(n)} of GEMM/conv at the vector {peak} peak (no {dtype} tensor-core path on this chip)")
+    return ", ".join(parts) or f"{flops(tensor_flops)} of GEMM/conv"
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 op`` / ``3 ops``."""
     return f"{n} {word if n == 1 else (many or word + 's')}"

@@ -143,3 +143,155 @@ def test_entry_hover_shows_the_count_check():
     assert entry["verification"]["counts"]["status"] == "checked"
     text = present.entry_markdown(entry)
     assert "counts: **checked**" in text and "FlopCounterMode" in text
+
+
+def test_train_mode_and_step_target_settings():
+    s = merge(Settings(), {"mode": "train", "optimizer": "sgd", "targetStepsPerSecond": 4, "targetLatency": "2ms"}, "c")
+    assert s.target_s == pytest.approx(0.25) and s.target_label() == "4 steps/s"  # steps/s wins in train mode
+    assert (s.analysis_config()["mode"], s.analysis_config()["optimizer"]) == ("train", "sgd")
+    inf = merge(Settings(), {"targetStepsPerSecond": 4, "targetLatency": "2ms"}, "c")
+    assert inf.target_s == 0.002 and inf.target_label() == "2ms"  # a step rate means nothing for inference
+    # the optimizer changes a training step only: inference results stay cached
+    assert inf.analysis_key() == merge(inf, {"optimizer": "sgd"}, "c").analysis_key()
+    assert s.analysis_key() != merge(s, {"optimizer": "adamw"}, "c").analysis_key()
+    assert Settings().analysis_key() != merge(Settings(), {"symbolic": True}, "c").analysis_key()
+    for bad, word in (({"mode": "training"}, "mode"), ({"optimizer": "adam"}, "optimizer"),
+                      ({"targetStepsPerSecond": 0}, "targetStepsPerSecond")):
+        with pytest.raises(SettingsError, match=word):
+            merge(Settings(), bad, "client")
+
+
+def _phase(flops, tensor, bu, bf, tu, tf):
+    return {"flops": flops, "tensor_flops": tensor, "vector_flops": flops - tensor, "bytes_unfused": bu,
+            "bytes_fused": bf, "t_unfused_s": tu, "t_fused_s": tf}
+
+
+def _train_entry() -> dict:
+    """A training step's report as the engine writes it (docs/training.md: ``mode``, ``phases``
+    per entry and line, ``phase`` per op), built by hand with round numbers."""
+    op = {"op": "aten.mm.default", "id": "mm_1", "shapes": [[32, 8], [8, 64]], "dtype": "float32", "flops": 32768,
+          "bytes": 11264, "t_s": 3.4e-9, "bound": "memory", "t_compute_s": 1e-9, "phase": "backward"}
+    line = {"line": 11, "flops": 94912, "bytes": 190208, "t_unfused_s": 5.68e-8, "bound": "memory",
+            "ops": [op], "phases": {"forward": {"flops": 32768, "bytes": 11392, "t_unfused_s": 3.4e-9},
+                                    "backward": {"flops": 33024, "bytes": 12416, "t_unfused_s": 3.7e-9},
+                                    "optimizer": {"flops": 29120, "bytes": 166400, "t_unfused_s": 4.97e-8}}}
+    return {"name": "Model", "line": 5, "status": "ok", "frontend": "torch", "mode": "train",
+            "optimizer": "adamw", "verification": {"status": "unverified", "detail": "off"},
+            "totals": {"flops": 95424, "tensor_flops": 65536, "bytes_unfused": 191000, "bytes_fused": 79000,
+                       "t_unfused_s": 5.74e-8, "t_fused_s": 2.36e-8, "t_cache_aware_s": 2.36e-8,
+                       "bound": "memory", "bound_unfused": "memory", "hardware": "h100-sxm",
+                       "tensor_flops_by_unit": {"vector.fp32": 65536}},
+            "phases": {"forward": _phase(33000, 32768, 12400, 10400, 3.71e-9, 3.1e-9),
+                       "backward": _phase(33300, 32768, 13400, 10400, 4.01e-9, 3.09e-9),
+                       "optimizer": _phase(29100, 0, 166000, 58200, 4.97e-8, 1.74e-8)},
+            "inverse": {"target_s": 0.25, "by_fidelity": {"fused": {"bytes_per_s": 3.2e5, "flops_per_s": 3.8e5,
+                                                                    "shortfall": {}}}},
+            "lines": [line]}
+
+
+def test_a_training_step_is_shown_per_phase():
+    e = _train_entry()
+    line = e["lines"][0]
+    assert present.hint_label(line, e) == "train step: 94.9 KFLOP · 190 KB · 56.8 ns mem"
+    hov = present.entry_markdown(e)
+    assert "**train step** (optimizer adamw)" in hov
+    assert "| backward | 33.3 KFLOP | 32.8 KFLOP | 13.4 KB | 10.4 KB | 4.01 ns | 3.09 ns |" in hov
+    assert "| optimizer | 29.1 KFLOP | 0 FLOP |" in hov
+    assert "65.5 KFLOP of GEMM/conv at the vector fp32 peak" in hov and "tensor cores" not in hov
+    lh = present.line_markdown(line, e)
+    assert "· **train step** ·" in lh and "| optimizer | 29.1 KFLOP | 166 KB | 49.7 ns |" in lh
+    assert "| `mm` | backward | 32×8, 8×64 |" in lh  # friendly name and the op's phase
+    titles = present.lens_titles(e, "h100-sxm", "4 steps/s", "train")
+    assert titles[0].startswith("SOL train step h100-sxm: unfused 57.4 ns · fused 23.6 ns")
+    assert titles[1] == "per phase (fused): forward 3.1 ns · backward 3.09 ns · optimizer 17.4 ns"
+    assert titles[2].startswith("4 steps/s needs ≥ 320 KB/s")
+
+
+def test_an_inference_report_has_no_training_words():
+    e = _train_entry()
+    for k in ("mode", "phases", "optimizer"):
+        e.pop(k)
+    line = e["lines"][0]
+    line.pop("phases")
+    line["ops"][0].pop("phase")
+    text = present.entry_markdown(e) + present.line_markdown(line, e) + present.hint_label(line, e)
+    assert "train" not in text and "phase" not in text and "optimizer" not in text
+    assert "| `mm` | 32×8, 8×64 |" in present.line_markdown(line, e)
+    assert present.lens_titles(e, "h100-sxm", None)[0].startswith("SOL h100-sxm: unfused")
+    # a forward-only result while the settings ask for a training step says so
+    assert "forward only" in present.lens_titles(e, "h100-sxm", None, "train")[0]
+    failed = {"name": "Model", "line": 5, "status": "error", "error": "no backward for aten.foo"}
+    assert present.lens_titles(failed, "h100-sxm", None, "train")[0] == \
+        "solar: Model train step failed — no backward for aten.foo"
+
+
+def test_the_unit_a_gemm_is_priced_on(tmp_path):
+    """Named as bounds/sol.py prices it: tensor cores only for FLOPs priced there."""
+    from solar_lsp.hardware.chips import load_chips
+    from solar_lsp.lsp.worker import _config
+    from solar_lsp.pipeline.analyze import analyze_file
+    f = tmp_path / "g.py"
+    f.write_text("# solar: x=bf16[64,128], w=bf16[128,128]\ndef mm16(x, w):\n    return x @ w\n\n\n"
+                 "# solar: x=f32[64,128], w=f32[128,128]\ndef mm32(x, w):\n    return x @ w\n")
+    words = {}
+    for chip, tf32 in (("h100-sxm", "conv"), ("h100-sxm", "all"), ("t4", "conv")):
+        cfg = _config({"hw": [chip], "verify": False, "tf32": tf32}, None)
+        chips = load_chips(cfg.hw)
+        for er in analyze_file(str(f), cfg, chips).entries:
+            assert sum(er.totals["tensor_flops_by_unit"].values()) == er.totals["tensor_flops"] == 2 * 64 * 128 * 128
+            words[chip, tf32, er.name] = present.entry_markdown(er.to_json()).split("in all: ")[1].split("\n")[0]
+    assert words["h100-sxm", "conv", "mm16"] == "2.10 MFLOP on tensor cores (bf16)"
+    assert words["h100-sxm", "conv", "mm32"] == "2.10 MFLOP of GEMM/conv at the vector fp32 peak (fp32 without TF32)"
+    assert words["h100-sxm", "all", "mm32"] == "2.10 MFLOP on tensor cores (tf32)"
+    # Turing has no bf16 tensor-core path (hardware/t4.toml [unsupported])
+    assert words["t4", "conv", "mm16"].endswith("(no bf16 tensor-core path on this chip)")
+
+
+def test_sizes_a_user_types_and_formulas_shown():
+    from solar_lsp.lsp.present_symbolic import pretty
+    from solar_lsp.lsp.sizes import SizesError, parse_sizes, pragma_dims
+    assert parse_sizes("S=4096, B=8") == {"S": 4096, "B": 8} == parse_sizes("S=4096 B=8")
+    assert parse_sizes({"S": 4096}) == {"S": 4096}
+    for bad in ("S", "S=0", "S=big", "", "4096"):
+        with pytest.raises(SizesError):
+            parse_sizes(bad)
+    assert pragma_dims("# solar: B=4, S=512, x=f32[B,S], n=int:3, y=f32[S, 8]") == {"B": 4, "S": 512}
+    assert pretty("4*B*S*D**2 + 2*B*S") == "4·B·S·D² + 2·B·S"
+
+
+def test_formulas_at_sizes_equal_the_analysis_there(tmp_path):
+    """The lens's evaluation (sizes.evaluate_formulas) against the entry analyzed at sizes the
+    fit never saw: counts exactly, times to float precision."""
+    import random
+
+    from solar_lsp.hardware.chips import load_chips
+    from solar_lsp.lsp.sizes import evaluate_formulas
+    from solar_lsp.pipeline.analyze import Config, analyze_file
+    from solar_lsp.pipeline.symbolic_costs import add_symbolic, entry_evaluator
+    f = tmp_path / "a.py"
+    f.write_text("import torch\n\n\n# solar: S=64, D=32, x=f32[S,D], w=f32[D,D]\ndef f(x, w):\n"
+                 "    return torch.softmax(x @ w, -1)\n")
+    cfg, chips = Config(verify=False), load_chips(["h100-sxm"])
+    rep = analyze_file(str(f), cfg, chips)
+    add_symbolic(rep, str(f), cfg, chips)
+    sym = rep.entries[0].to_json()["symbolic"]
+    _, analyze = entry_evaluator(str(f), "f", cfg, chips)
+    rng = random.Random(7)
+    for _ in range(2):
+        sizes = {"S": rng.randint(65, 3000), "D": rng.randint(33, 300)}
+        got, want = evaluate_formulas(sym, sizes, chips[0].dram_bytes_per_s), analyze(sizes).totals
+        for k in ("tensor_flops", "vector_flops", "transcendentals", "bytes_unfused", "bytes_fused"):
+            assert got[k] == want[k], (k, sizes)
+        assert got["t_fused_s"] == pytest.approx(want["t_fused_s"], rel=1e-9)
+        assert got["t_unfused_s"] == pytest.approx(want["t_unfused_s"], rel=1e-9)
+        assert got["bound"] == want["bound"]
+    with pytest.raises(ValueError, match="Q is not a shape symbol"):
+        evaluate_formulas(sym, {"Q": 3}, 1e12)
+
+
+def test_symbolic_jobs_get_a_longer_time_limit():
+    from solar_lsp.lsp.pool import SYMBOLIC_TIMEOUT_FACTOR, Pool, request
+    pool = Pool(1, 60.0)
+    assert pool.job_timeout(request("a.py", "a.py", {"symbolic": True})) == 60.0 * SYMBOLIC_TIMEOUT_FACTOR
+    assert pool.job_timeout(request("a.py", "a.py", {"symbolic": True}, ["f"], "ir")) == 60.0
+    assert pool.job_timeout({**request("a.py", "a.py", {}, ["f"], "sol_at"), "symbolic": {"symbols": ["S"]}}) == 60.0

@@ -50,6 +50,6 @@ def test_neovim_renders_hints_and_hover(tmp_path: pathlib.Path):
     drawn = {r["line"]: r["text"] for r in res["rendered"]}
     assert gelu in drawn and "FLOP" in drawn[gelu]
     assert all(0 <= ln < len(text) and text[ln].strip() for ln in hinted)
-    assert res["hover"] and "aten.gelu.default" in res["hover"] and "| op |" in res["hover"]
+    assert res["hover"] and "`gelu`" in res["hover"] and "| op |" in res["hover"]
     entry = next(i for i, ln in enumerate(text) if ln.startswith("class Model"))
     assert any(lens["line"] == entry and "SOL h100-sxm" in lens["title"] for lens in res["lenses"]), res["lenses"]

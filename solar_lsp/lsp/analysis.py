@@ -220,6 +220,9 @@ def _store(st: DocState, report: dict, lines: list[str], text: str, key: str, ph
         h = closure_hash(text, name, extra, ent.pragma_line if ent else None, files)
         if h is None:
             continue
+        prev = st.records.get(name)
+        if prev is None or (prev.closure, prev.key) != (h, key):
+            st.sol_at.pop(name, None)  # evaluated on other code or settings: the lens asks again
         st.records[name] = Record(with_headroom(st, name, e, h), lines, h, key, phase, files)
         st.faults.pop(name, None)
         if cache is None or e.get("status") != "ok":

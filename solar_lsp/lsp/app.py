@@ -64,6 +64,8 @@ class DocState:
     # the last Explain headroom result per entry and the closure hash of the code it measured:
     # kept apart from the records so that a re-analysis (or solar.reanalyze) does not drop it
     measured: dict[str, tuple[dict, str | None]] = field(default_factory=dict)
+    # the last "SOL at S=…" evaluation per entry (solar.solAt), for its lens
+    sol_at: dict[str, dict] = field(default_factory=dict)
 
 
 class SolarServer(LanguageServer):
@@ -74,6 +76,7 @@ class SolarServer(LanguageServer):
         self.docs: dict[str, DocState] = {}
         self.detached: dict[str, DocState] = {}  # closed documents whose job still runs
         self.client_settings: dict = {}
+        self.init_settings: dict = {}  # initializationOptions: under every pulled section
         self.overrides: dict = {}  # from commands (selectChip, setTarget)
         self.pool: Pool | None = None
         self.cache: ResultCache | None = None

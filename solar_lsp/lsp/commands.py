@@ -8,13 +8,14 @@ import time
 from typing import Any
 
 from solar_lsp.hardware.chips import HardwareError, list_chips, load_chip
-from solar_lsp.lsp import present
+from solar_lsp.lsp import present, present_symbolic
 from solar_lsp.lsp.analysis import closure_now, runnable_path, schedule, with_headroom
 from solar_lsp.lsp.app import Record, SolarServer, server
 from solar_lsp.lsp.pool import JobCancelled, JobFailed, request
 from solar_lsp.lsp.progress import progress_begin, progress_end
 from solar_lsp.lsp.publish import status_payload
 from solar_lsp.lsp.settings import SettingsError
+from solar_lsp.lsp.sizes import SizesError, parse_sizes
 from solar_lsp.lsp.views import show_view
 from solar_lsp.source.discover import DiscoveryError, Entry, discover
 
@@ -37,7 +38,7 @@ def _settings(uri: str):
     return server.settings_for(server.path_of(uri))
 
 
-async def _job(uri: str, entry: str, kind: str, config: dict) -> dict:
+async def _job(uri: str, entry: str, kind: str, config: dict, extra: dict | None = None) -> dict:
     server.ensure_runtime()
     path = server.path_of(uri)
     try:
@@ -47,7 +48,8 @@ async def _job(uri: str, entry: str, kind: str, config: dict) -> dict:
     run_path = runnable_path(server.settings_for(path), path, text)
     token = await progress_begin(f"solar: {kind} {entry}")
     try:
-        return await server.pool.run(f"{uri}#{kind}", request(run_path, path, config, [entry], kind))
+        return await server.pool.run(f"{uri}#{kind}", {**request(run_path, path, config, [entry], kind),
+                                                       **(extra or {})})
     finally:
         progress_end(token, "done")
 
@@ -95,7 +97,8 @@ async def cmd_compare(ls: SolarServer, *args: Any) -> dict:
         return {"error": NEEDS_TARGET}
     uri, entry = target
     s = _settings(uri)
-    cfg = {**s.analysis_config(), "verify": False, "hw": [s.chip] + [c for c in list_chips() if c != s.chip]}
+    cfg = {**s.analysis_config(), "verify": False, "symbolic": False,
+           "hw": [s.chip] + [c for c in list_chips() if c != s.chip]}
     try:
         reply = await _job(uri, entry, "analyze", cfg)
     except (JobFailed, JobCancelled) as exc:
@@ -147,6 +150,40 @@ async def cmd_roofline(ls: SolarServer, *args: Any) -> dict:
         return {"error": reply["error"]}
     shown = await show_view(f"{entry}-roofline", reply["svg"], ".svg", open_it=False)  # the client renders it
     return {"svg": reply["svg"], "uri": shown["uri"]}
+
+
+@server.command("solar.solAt")
+async def cmd_sol_at(ls: SolarServer, *args: Any) -> dict:
+    """The entry's SOL at other sizes of its shape symbols (``[uri, entry, "S=4096"]``): its
+    formulas evaluated there (fitted in a worker first when the analysis has none) and the entry
+    analyzed there, as a view; the lens then shows the three fidelities. Without sizes, the
+    formulas alone."""
+    if (target := _target(args)) is None:
+        return {"error": NEEDS_TARGET}
+    uri, entry = target
+    try:
+        sizes = parse_sizes(args[2]) if len(args) > 2 and args[2] not in (None, "", {}) else {}
+    except SizesError as exc:
+        return {"error": str(exc)}
+    s = _settings(uri)
+    rec = _record(uri, entry)
+    known = (rec.entry.get("symbolic") or None) if rec is not None else None
+    cfg = {**s.analysis_config(), "verify": False, "symbolic": False}
+    try:
+        reply = await _job(uri, entry, "sol_at", cfg, {"sizes": sizes, "symbolic": known})
+    except (JobFailed, JobCancelled) as exc:
+        return {"error": str(exc) or "superseded"}
+    chip = (rec.entry.get("totals", {}).get("hardware") if rec is not None else None) or s.chip
+    if rec is not None and not known and reply.get("symbolic"):  # fitted now: the hover shows them
+        rec.entry = {**rec.entry, "symbolic": reply["symbolic"], "lines": [
+            {**ln, "symbolic": (reply.get("lines") or {}).get(str(ln.get("line")), ln.get("symbolic"))}
+            for ln in rec.entry.get("lines", [])]}
+    st = ls.docs.get(uri)
+    if st is not None and sizes:
+        st.sol_at[entry] = {**reply, "asked": sizes}
+        await ls.refresh()
+    shown = await show_view(f"{entry}-sol-at", present_symbolic.sol_at_markdown(entry, chip, reply))
+    return {**shown, "formulas_at": reply.get("formulas_at"), "analysis_at": reply.get("analysis_at")}
 
 
 @server.command("solar.selectChip")

@@ -8,8 +8,10 @@ from lsprotocol import types as T
 
 from solar_lsp.lsp import present
 from solar_lsp.lsp.app import SolarServer, server
+from solar_lsp.lsp.present_symbolic import sol_at_title, symbols_of
 from solar_lsp.lsp.publish import current_lines, mapped
 from solar_lsp.lsp.rewrite import local_rewrite
+from solar_lsp.lsp.sizes import fmt_sizes
 
 
 @server.feature(T.TEXT_DOCUMENT_INLAY_HINT, T.InlayHintOptions(resolve_provider=True))
@@ -29,7 +31,7 @@ def inlay_hints(ls: SolarServer, params: T.InlayHintParams) -> list[T.InlayHint]
             if j is None or not (params.range.start.line <= j <= params.range.end.line):
                 continue
             hints.append(T.InlayHint(
-                position=T.Position(j, len(cur[j])), label=present.hint_label(ln), padding_left=True,
+                position=T.Position(j, len(cur[j])), label=present.hint_label(ln, rec.entry), padding_left=True,
                 data={"uri": uri, "entry": rec.entry["name"], "line": ln["line"]}))
     return hints
 
@@ -69,7 +71,8 @@ def hover(ls: SolarServer, params: T.HoverParams) -> T.Hover | None:
 
 @server.feature(T.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(ls: SolarServer, params: T.CodeLensParams) -> list[T.CodeLens]:
-    """The bounds (and the inverse roofline of a target) over each entry; "analyzing…" before."""
+    """The bounds (and the inverse roofline of a target) over each entry, and with formulas the
+    "SOL at S=…" lens; "analyzing…" before."""
     uri = params.text_document.uri
     st = ls.docs.get(uri)
     if st is None:
@@ -78,20 +81,26 @@ def code_lens(ls: SolarServer, params: T.CodeLensParams) -> list[T.CodeLens]:
     s = ls.settings_for(st.path)
     lenses = []
     shown = set()
+    pragmas = {e.name: e.pragma for e in st.entries}
     for rec, mp in mapped(st, cur):
         j = mp.get(rec.entry["line"] - 1)
         if j is None:
             continue
-        shown.add(rec.entry["name"])
-        titles = present.lens_titles(rec.entry, rec.entry.get("totals", {}).get("hardware", s.chip),
-                                     s.target_label())
+        name = rec.entry["name"]
+        shown.add(name)
+        chip = rec.entry.get("totals", {}).get("hardware", s.chip)
+        titles = present.lens_titles(rec.entry, chip, s.target_label(), s.mode)
         if rec.phase == "bounds":
             titles[0] += " · verifying…"
-        cmds = ["solar.compareChips", "solar.compareChips"]
-        for title, cmd in zip(titles, cmds, strict=False):
-            lenses.append(T.CodeLens(range=T.Range(T.Position(j, 0), T.Position(j, 0)),
-                                     command=T.Command(title=title, command=cmd,
-                                                       arguments=[uri, rec.entry["name"]])))
+        at = T.Range(T.Position(j, 0), T.Position(j, 0))
+        for title in titles:
+            lenses.append(T.CodeLens(range=at, command=T.Command(
+                title=title, command="solar.compareChips", arguments=[uri, name])))
+        symbols = symbols_of(rec.entry, pragmas.get(name))
+        if symbols and rec.entry.get("status") == "ok" and (s.symbolic or rec.entry.get("symbolic")):
+            lenses.append(T.CodeLens(range=at, command=T.Command(
+                title=sol_at_title(symbols, chip, st.sol_at.get(name)), command="solar.solAt",
+                arguments=[uri, name, "", fmt_sizes(symbols)])))
     for e in st.entries:
         if e.name not in shown and st.analyzing:
             i = e.line - 1

@@ -20,7 +20,8 @@ def on_initialize(ls: SolarServer, params: T.InitializeParams) -> None:
     ls.config_ready = asyncio.Event()
     opts = params.initialization_options
     if isinstance(opts, dict):
-        ls.client_settings = dict(opts.get("solar", opts))
+        ls.init_settings = dict(opts.get("solar", opts))
+        ls.client_settings = dict(ls.init_settings)
 
 
 @server.feature(T.INITIALIZED)
@@ -44,7 +45,8 @@ async def _pull_configuration() -> None:
     except Exception:
         return
     if res and isinstance(res[0], dict):
-        server.client_settings = {**server.client_settings, **res[0]}
+        # the whole section: a setting the user removed since the last pull is gone here too
+        server.client_settings = {**server.init_settings, **res[0]}
 
 
 @server.feature(T.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -53,7 +55,7 @@ async def on_config(ls: SolarServer, params: T.DidChangeConfigurationParams) -> 
     ls.overrides.clear()  # the user's settings now say what they want; earlier commands yield
     settings = params.settings
     if isinstance(settings, dict) and isinstance(settings.get("solar"), dict):
-        ls.client_settings = {**ls.client_settings, **settings["solar"]}
+        ls.client_settings = {**ls.init_settings, **settings["solar"]}
     else:
         await _pull_configuration()
     ls.ensure_runtime()

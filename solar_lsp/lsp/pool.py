@@ -22,6 +22,9 @@ _EXC = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
 MAX_START_FAILURES = 3  # workers that die while starting in a row before jobs fail with why
 WORKER_PYTHON_ENV = "SOLAR_LSP_WORKER_PYTHON"
 LLM_JOB_TIMEOUT_S = 600.0
+# a job that fits symbolic formulas analyzes the entry again at up to MAX_ANALYSES (30) sizes
+# (pipeline/symbolic.py), each without verification: ten times one analysis's limit
+SYMBOLIC_TIMEOUT_FACTOR = 10
 
 
 def worker_python() -> str:
@@ -162,11 +165,15 @@ class Pool:
         return p, ""
 
     def job_timeout(self, request: dict) -> float:
-        """The job's time limit: ``timeout``, or for a job that may ask the LLM agent at least
-        LLM_JOB_TIMEOUT_S (up to three rounds of 120 s requests, with retries; a job killed
+        """The job's time limit: ``timeout``; ``SYMBOLIC_TIMEOUT_FACTOR`` times that for a job
+        that fits formulas (setting ``symbolic``, the "SOL at S=…" lens); for a job that may ask
+        the LLM agent at least LLM_JOB_TIMEOUT_S (up to three rounds of 120 s requests, with retries; a job killed
         half-way caches nothing and would pay for the same requests again)."""
         if (request.get("config") or {}).get("llm"):
             return max(self.timeout_s, LLM_JOB_TIMEOUT_S)
+        fits = request.get("kind") == "sol_at" and not request.get("symbolic")
+        if fits or (request.get("kind") == "analyze" and (request.get("config") or {}).get("symbolic")):
+            return self.timeout_s * SYMBOLIC_TIMEOUT_FACTOR  # the fit analyzes again at ~20 sizes
         return self.timeout_s
 
     def _give_up(self, why: str) -> None:

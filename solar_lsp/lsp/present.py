@@ -5,13 +5,48 @@ markdown reports behind the code actions."""
 from __future__ import annotations
 
 from solar_lsp import units
+from solar_lsp.lsp.present_symbolic import entry_formulas, line_formulas
+
+PHASES = ("forward", "backward", "optimizer")
 
 
-def hint_label(line: dict) -> str:
-    """``2.1 GFLOP · 48 MB · 21 µs mem`` (docs/architecture.md §8)."""
+def is_train(entry: dict) -> bool:
+    """Whether ``entry`` is a training step's report (``mode`` "train", docs/training.md)."""
+    return entry.get("mode") == "train"
+
+
+def hint_label(line: dict, entry: dict | None = None) -> str:
+    """``2.1 GFLOP · 48 MB · 21 µs mem`` (docs/architecture.md §8); in train mode prefixed
+    ``train step:`` (the line's forward, backward and optimizer work together)."""
     bound = "mem" if line.get("bound") == "memory" else "compute"
-    return (f"{units.flops(line['flops'])} · {units.nbytes(line['bytes'])} · "
+    text = (f"{units.flops(line['flops'])} · {units.nbytes(line['bytes'])} · "
             f"{units.seconds(line['t_unfused_s'])} {bound}")
+    return f"train step: {text}" if entry is not None and is_train(entry) else text
+
+
+def phase_rows(phases: dict | None, bytes_key: str = "bytes") -> list[str]:
+    """A markdown table of a line's or an entry's work per training phase (empty without
+    ``phases``: an inference report)."""
+    if not phases:
+        return []
+    entry_level = "bytes_unfused" in next(iter(phases.values()), {})
+    if entry_level:
+        rows = ["| phase | FLOPs | GEMM/conv FLOPs | bytes unfused | bytes fused | unfused | fused |",
+                "|---|---:|---:|---:|---:|---:|---:|"]
+    else:
+        rows = ["| phase | FLOPs | bytes | unfused |", "|---|---:|---:|---:|"]
+    for name in [*PHASES, *sorted(set(phases) - set(PHASES))]:
+        ph = phases.get(name)
+        if not ph:
+            continue
+        if entry_level:
+            rows.append(f"| {name} | {units.flops(ph.get('flops', 0))} | {units.flops(ph.get('tensor_flops', 0))} | "
+                        f"{units.nbytes(ph.get('bytes_unfused', 0))} | {units.nbytes(ph.get('bytes_fused', 0))} | "
+                        f"{units.seconds(ph.get('t_unfused_s'))} | {units.seconds(ph.get('t_fused_s'))} |")
+        else:
+            rows.append(f"| {name} | {units.flops(ph.get('flops', 0))} | {units.nbytes(ph.get(bytes_key, 0))} | "
+                        f"{units.seconds(ph.get('t_unfused_s'))} |")
+    return rows
 
 
 def op_state(entry: dict, op_id: str, phase: str) -> str:
@@ -29,18 +64,15 @@ def line_markdown(line: dict, entry: dict, phase: str = "final") -> str:
     """The ops on one source line: the hover and the hint's tooltip."""
     tot = entry.get("totals") or {}
     chip = tot.get("hardware", "?")
-    rows = ["| op | shapes | dtype | FLOPs | bytes | unfused | compute-only | bound | check |",
-            "|---|---|---|---:|---:|---:|---:|---|---|"]
-    for op in line["ops"]:
-        comp = op.get("t_compute_s")
-        rows.append(
-            f"| `{op['op']}` | {_shapes(op['shapes'])} | {op['dtype']} | "
-            f"{units.flops(op['flops'])} | {units.nbytes(op['bytes'])} | {units.seconds(op['t_s'])} | "
-            f"{units.seconds(comp) if comp is not None else '—'} | {op['bound']} | "
-            f"{op_state(entry, op.get('id', ''), phase)} |")
-    head = (f"**{entry['name']}** · line {line['line']} · SOL on **{chip}**: "
+    train = is_train(entry)
+    rows = op_rows(line["ops"], entry, phase, with_phase=train)
+    what = " · **train step**" if train else ""
+    head = (f"**{entry['name']}** · line {line['line']}{what} · SOL on **{chip}**: "
             f"{units.flops(line['flops'])}, {units.nbytes(line['bytes'])} DRAM unfused, "
-            f"≥ {units.seconds(line['t_unfused_s'])} ({line.get('bound', '?')}-bound)")
+            f"{_at_least(line['t_unfused_s'])} ({line.get('bound', '?')}-bound)")
+    top = [head, *line_formulas(line)]
+    if train and line.get("phases"):
+        top += ["", *phase_rows(line["phases"])]
     foot = [f"Entry: unfused {units.seconds(tot.get('t_unfused_s'))} · fused "
             f"{units.seconds(tot.get('t_fused_s'))} · cache-aware "
             f"{units.seconds(tot.get('t_cache_aware_s'))}"]
@@ -53,7 +85,30 @@ def line_markdown(line: dict, entry: dict, phase: str = "final") -> str:
     if r and "error" not in h:
         foot.append(f"last measured: {units.seconds(h.get('measured_s'))} on {h.get('device')} "
                     f"= {r:.1f}× the fused bound" + (f" ({_EARLIER})" if h.get("earlier_code") else ""))
-    return "\n".join([head, "", *rows, "", *foot])
+    return "\n".join([*top, "", *rows, "", *foot])
+
+
+def _at_least(t: float | None) -> str:
+    """``≥ 21 µs``; ``< 1 ns`` stays as it is (a time that small is noise, not a bound)."""
+    text = units.seconds(t)
+    return text if text.startswith("<") else f"≥ {text}"
+
+
+def op_rows(ops: list[dict], entry: dict, phase: str, with_phase: bool = False) -> list[str]:
+    """The op table of a line: friendly op names (``batch_norm``, not
+    ``aten._native_batch_norm_legit_no_training.default``), and in train mode each op's phase."""
+    ph_head, ph_sep = ("phase | ", "---|") if with_phase else ("", "")
+    rows = [f"| op | {ph_head}shapes | dtype | FLOPs | bytes | unfused | compute-only | bound | check |",
+            f"|---|{ph_sep}---|---|---:|---:|---:|---:|---|---|"]
+    for op in ops:
+        comp = op.get("t_compute_s")
+        ph = f"{op.get('phase') or '—'} | " if with_phase else ""
+        rows.append(
+            f"| `{units.op_name(op['op'])}` | {ph}{_shapes(op['shapes'])} | {op['dtype']} | "
+            f"{units.flops(op['flops'])} | {units.nbytes(op['bytes'])} | {units.seconds(op['t_s'])} | "
+            f"{units.seconds(comp) if comp is not None else '—'} | {op['bound']} | "
+            f"{op_state(entry, op.get('id', ''), phase)} |")
+    return rows
 
 
 _EARLIER = "measured on an earlier version of the code"
@@ -87,7 +142,9 @@ def entry_markdown(entry: dict, phase: str = "final") -> str:
     if entry.get("status") != "ok":
         return f"**{entry['name']}**: analysis failed — {entry.get('error')}"
     tot = entry["totals"]
-    out = [f"**{entry['name']}** ({entry.get('frontend', 'torch')}) on **{tot.get('hardware')}**", "",
+    what = " · **train step**" + (f" (optimizer {entry['optimizer']})" if entry.get("optimizer") else "") \
+        if is_train(entry) else ""
+    out = [f"**{entry['name']}** ({entry.get('frontend', 'torch')}){what} on **{tot.get('hardware')}**", "",
            "| fidelity | time | bytes | bound |", "|---|---:|---:|---|",
            f"| unfused | {units.seconds(tot['t_unfused_s'])} | {units.nbytes(tot['bytes_unfused'])} | "
            f"{tot.get('bound_unfused')} |",
@@ -95,7 +152,13 @@ def entry_markdown(entry: dict, phase: str = "final") -> str:
     if tot.get("t_cache_aware_s") is not None:
         out.append(f"| cache-aware | {units.seconds(tot['t_cache_aware_s'])} | "
                    f"{units.nbytes(tot.get('bytes_cache_aware') or 0)} | |")
-    out += ["", f"{units.flops(tot['flops'])} ({units.flops(tot['tensor_flops'])} on matrix units)"]
+    out += ["", f"{units.flops(tot['flops'])} in all: "
+            f"{units.tensor_units(tot['tensor_flops'], tot.get('tensor_flops_by_unit'))}"]
+    if is_train(entry) and entry.get("phases"):
+        out += ["", *phase_rows(entry["phases"])]
+        if tot.get("activation_bytes") is not None:
+            out += ["", f"activations kept for the backward: {units.nbytes(tot['activation_bytes'])}"]
+    out += entry_formulas(entry)
     v = entry.get("verification") or {}
     out.append("verification: **verifying…**" if phase == "bounds" else
                f"verification: **{v.get('status')}** — {v.get('detail', '')}")
@@ -106,14 +169,24 @@ def entry_markdown(entry: dict, phase: str = "final") -> str:
     return "\n".join(out)
 
 
-def lens_titles(entry: dict, chip: str, target_label: str | None) -> list[str]:
-    """Titles of the code lenses over an entry: the three SOL times, then the inverse roofline."""
+def lens_titles(entry: dict, chip: str, target_label: str | None, mode: str = "inference") -> list[str]:
+    """Titles of the code lenses over an entry: the three SOL times (of one training step in
+    train mode, then each phase's), then the inverse roofline. ``mode`` is what the settings
+    ask for: a result of another mode says so instead of passing for it."""
     if entry.get("status") != "ok":
-        return [f"solar: {entry['name']} failed — {_short(entry.get('error') or '')}"]
+        what = " train step" if mode == "train" else ""
+        return [f"solar: {entry['name']}{what} failed — {_short(entry.get('error') or '')}"]
     tot = entry["totals"]
-    t = [f"SOL {chip}: unfused {units.seconds(tot['t_unfused_s'])} · fused "
+    train = is_train(entry)
+    t = [f"SOL{' train step' if train else ''} {chip}: unfused {units.seconds(tot['t_unfused_s'])} · fused "
          f"{units.seconds(tot['t_fused_s'])} · cache-aware {units.seconds(tot.get('t_cache_aware_s'))}"
          f" ({tot.get('bound')}-bound)"]
+    if mode == "train" and not train:
+        t[0] += " · forward only: this result is not a training step"
+    phases = entry.get("phases") or {}
+    if train and phases:
+        t.append("per phase (fused): " + " · ".join(
+            f"{name} {units.seconds(phases[name].get('t_fused_s'))}" for name in PHASES if phases.get(name)))
     inv = entry.get("inverse")
     if inv and target_label:
         t.append(inverse_title(inv, chip, target_label, entry.get("chip_specs", {}).get(chip)))

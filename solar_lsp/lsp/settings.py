@@ -37,7 +37,13 @@ ALIASES = {
     "onchip": "onchip",
     "headroomDevice": "headroom_device", "headroom_device": "headroom_device",
     "dims": "dims", "entries": "entries",
+    "mode": "mode", "optimizer": "optimizer",
+    "targetStepsPerSecond": "target_steps_per_s", "target_steps_per_s": "target_steps_per_s",
+    "symbolic": "symbolic",
 }
+
+MODES = ("inference", "train")
+OPTIMIZERS = ("adamw", "sgd", "none")
 
 
 class SettingsError(ValueError):
@@ -63,9 +69,17 @@ class Settings:
     headroom_device: str = "cpu"  # where Explain headroom measures: cpu | cuda
     dims: dict = field(default_factory=dict)
     entries: dict = field(default_factory=dict)
+    mode: str = "inference"  # inference | train (one training step: forward, backward, optimizer)
+    optimizer: str = "adamw"  # adamw | sgd | none (train mode)
+    target_steps_per_s: float | None = None  # train mode: the inverse roofline's target is 1/steps
+    symbolic: bool = False  # fit the counts as formulas of the pragma's symbols (slow: ~20 analyses)
 
     @property
     def target_s(self) -> float | None:
+        """The inverse roofline's target in seconds: in train mode 1/steps per second when set,
+        else the target latency, else 1/target rate."""
+        if self.mode == "train" and self.target_steps_per_s:
+            return 1.0 / float(self.target_steps_per_s)
         if self.target_latency:
             return units.parse_latency(str(self.target_latency))
         if self.target_hz:
@@ -77,6 +91,9 @@ class Settings:
         return units.parse_size(str(self.memory_limit))
 
     def target_label(self) -> str | None:
+        """The target as the lens names it (``2ms``, ``500 Hz``, ``4 steps/s``), or None."""
+        if self.mode == "train" and self.target_steps_per_s:
+            return f"{float(self.target_steps_per_s):g} steps/s"
         if self.target_hz:
             return f"{self.target_hz} Hz" if str(self.target_hz).replace(".", "").isdigit() else str(self.target_hz)
         if self.target_latency:
@@ -84,10 +101,13 @@ class Settings:
         return None
 
     def analysis_config(self) -> dict:
-        """What a worker needs to run ``analyze_file`` (JSON-safe)."""
+        """What a worker needs to run ``analyze_file`` (JSON-safe). The optimizer only matters
+        in train mode, so changing it leaves inference results cached."""
         return {"hw": [self.chip], "tf32": self.tf32, "target_s": self.target_s,
                 "verify": self.verify, "dims": self.dims, "entries": self.entries,
-                "onchip": self.onchip, "llm": self.llm}
+                "onchip": self.onchip, "llm": self.llm, "mode": self.mode,
+                "optimizer": self.optimizer if self.mode == "train" else None,
+                "symbolic": self.symbolic}
 
     def analysis_key(self) -> str:
         return json.dumps({"v": __version__, "chip_file": chip_fingerprint(self.chip), **self.analysis_config()},
@@ -116,6 +136,8 @@ def _check(s: Settings, origin: str) -> None:
         s.workers = int(s.workers)
         s.timeout_s = float(s.timeout_s)
         s.debounce_s = float(s.debounce_s)
+        if s.target_steps_per_s is not None:
+            s.target_steps_per_s = float(s.target_steps_per_s)
         _ = s.target_s, s.memory_bytes
     except (TypeError, ValueError) as exc:
         raise SettingsError(f"{origin}: {exc}") from exc
@@ -123,7 +145,13 @@ def _check(s: Settings, origin: str) -> None:
         raise SettingsError(f"{origin}: workers must be at least 1")
     if s.timeout_s <= 0:
         raise SettingsError(f"{origin}: timeout must be positive")
-    s.verify, s.llm = bool(s.verify), bool(s.llm)
+    if s.mode not in MODES:
+        raise SettingsError(f"{origin}: mode must be inference or train, got {s.mode!r}")
+    if s.optimizer not in OPTIMIZERS:
+        raise SettingsError(f"{origin}: optimizer must be adamw, sgd or none, got {s.optimizer!r}")
+    if s.target_steps_per_s is not None and s.target_steps_per_s <= 0:
+        raise SettingsError(f"{origin}: targetStepsPerSecond must be positive")
+    s.verify, s.llm, s.symbolic = bool(s.verify), bool(s.llm), bool(s.symbolic)
     s.cache_dir = os.path.expanduser(str(s.cache_dir))
 
 

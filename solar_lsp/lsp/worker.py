@@ -61,6 +61,8 @@ def _config(d: dict, entry: str | None):
     cfg = Config(hw=list(d.get("hw") or [DEFAULT_CHIP]), entry=entry, target_s=d.get("target_s"),
                  verify=bool(d.get("verify", True)), dims=dict(d.get("dims") or {}),
                  entries=dict(d.get("entries") or {}))
+    cfg.mode = d.get("mode") or "inference"  # train: one training step (docs/training.md)
+    cfg.optimizer = d.get("optimizer") or cfg.optimizer
     tf32 = d.get("tf32", "conv")
     cfg.policy = Policy(tf32_matmul=tf32 == "all", tf32_conv=tf32 != "none")
     if d.get("onchip") is not None and hasattr(cfg, "onchip"):
@@ -104,6 +106,8 @@ class Worker:
                 self._roofline(rid, path, req)
             elif kind == "headroom":
                 self._headroom(rid, path, origin, req)
+            elif kind == "sol_at":
+                self._sol_at(rid, path, req)
             else:
                 self.send({"type": "error", "id": rid, "message": f"unknown job kind {kind!r}"})
         except MemoryError:
@@ -119,19 +123,22 @@ class Worker:
         sys.stderr.flush()
 
     def _analyze(self, rid: Any, path: str, origin: str, req: dict) -> None:
+        from solar_lsp.hardware.chips import load_chips
         from solar_lsp.pipeline.analyze import analyze_file
         entries = req.get("entries")
         entry = entries[0] if entries and len(entries) == 1 else None
         cfg = _config(req.get("config") or {}, entry)
-
-        def on_bounds(report_json: dict) -> None:
-            self.send({"type": "bounds", "id": rid, "report": _relabel(report_json, path, origin)})
+        chips = load_chips(cfg.hw)
 
         def bounds_of(er) -> None:
-            on_bounds({"file": origin, "error": None, "entries": [er.to_json()]})
+            self.send({"type": "bounds", "id": rid, "report": _relabel(
+                {"file": origin, "error": None, "entries": [er.to_json()]}, path, origin)})
 
         cfg.on_bounds = bounds_of
-        report = analyze_file(path, cfg)
+        report = analyze_file(path, cfg, chips)
+        if (req.get("config") or {}).get("symbolic") and not report.error:
+            from solar_lsp.pipeline.symbolic_costs import add_symbolic  # sympy: only when asked
+            add_symbolic(report, path, cfg, chips)
         doc = _relabel(report.to_json(), path, origin)
         if entries and len(entries) > 1:
             doc["entries"] = [e for e in doc["entries"] if e["name"] in entries]
@@ -167,6 +174,41 @@ class Worker:
             with open(out, encoding="utf-8") as f:
                 svg = f.read()
         self.send({"type": "result", "id": rid, "svg": svg, "error": None})
+
+    def _sol_at(self, rid: Any, path: str, req: dict) -> None:
+        """The "SOL at S=…" lens: the entry's formulas (fitted now unless the request carries
+        them) evaluated at ``sizes``, and the entry analyzed at those sizes (all three
+        fidelities, the cache-aware one included, which has no formula)."""
+        from solar_lsp.hardware.chips import load_chips
+        from solar_lsp.lsp.sizes import evaluate_formulas
+        from solar_lsp.pipeline.analyze import analyze_file
+        from solar_lsp.pipeline.symbolic_costs import add_symbolic, entry_evaluator
+        name = (req.get("entries") or [None])[0]
+        cfg = _config({**(req.get("config") or {}), "verify": False}, name)
+        chips = load_chips(cfg.hw)
+        out: dict[str, Any] = {"type": "result", "id": rid, "symbolic": req.get("symbolic"), "lines": None}
+        if not out["symbolic"]:
+            report = analyze_file(path, cfg, chips)
+            er = report.entries[0] if report.entries else None
+            if report.error or er is None or er.status != "ok":
+                self.send({"type": "error", "id": rid, "message": report.error or
+                           (er.error if er else f"no entry {name}")})
+                return
+            add_symbolic(report, path, cfg, chips)
+            out["symbolic"] = er.symbolic
+            out["lines"] = {str(ln.line): ln.symbolic for ln in er.lines if ln.line}
+        sizes = req.get("sizes") or {}
+        if sizes:
+            out["formulas_at"] = evaluate_formulas(out["symbolic"], sizes, chips[0].dram_bytes_per_s)
+            _, analyze = entry_evaluator(path, name, cfg, chips)
+            if analyze is None:
+                out["analysis_at"] = {"error": f"no entry {name} in the file"}
+            else:
+                try:
+                    out["analysis_at"] = {"totals": analyze({**out["formulas_at"]["sizes"], **sizes}).totals}
+                except RuntimeError as exc:
+                    out["analysis_at"] = {"error": str(exc)}
+        self.send(out)
 
     def _headroom(self, rid: Any, path: str, origin: str, req: dict) -> None:
         from solar_lsp.measure.headroom import HeadroomError, headroom_file

@@ -8,6 +8,7 @@ import * as vscode from "vscode";
 import { configuredChip, parseTarget, writeScope } from "./config";
 import { ENTRIES_COMMAND, entryAt, readEntries } from "./entries";
 import { classifyReply, failureMessage, rooflineHtml } from "./results";
+import { checkSizes, SOL_AT_COMMAND } from "./sizes";
 
 /** What the commands need from the running language client. */
 export interface ServerLink {
@@ -200,6 +201,21 @@ export async function setTarget(): Promise<string | undefined> {
   return value.trim();
 }
 
+/**
+ * Ask for the sizes of a "SOL at S=…" evaluation (`S=4096, B=8`), pre-filled with `prefill`
+ * (the pragma's sizes the lens passes). Undefined when the user cancels.
+ */
+export async function askSizes(prefill: string): Promise<string | undefined> {
+  const value = await vscode.window.showInputBox({
+    title: "solar: SOL at other sizes",
+    prompt: "Sizes of the entry's shape symbols, e.g. S=4096 (the others keep the pragma's values)",
+    value: prefill,
+    placeHolder: "S=4096",
+    validateInput: (text) => checkSizes(text),
+  });
+  return value === undefined || checkSizes(value) !== undefined ? undefined : value.trim();
+}
+
 /** Register every palette command. Returns their disposables. */
 export function registerCommands(link: ServerLink, hooks: Hooks): vscode.Disposable[] {
   const subs: vscode.Disposable[] = [];
@@ -237,6 +253,22 @@ export function registerCommands(link: ServerLink, hooks: Hooks): vscode.Disposa
       const editor = vscode.window.activeTextEditor;
       const args = editor && editor.document.languageId === "python" ? [editor.document.uri.toString()] : [];
       return runServerCommand(link, "solar.reanalyze", args, "solar: reanalyze");
+    }),
+    vscode.commands.registerCommand("solar-lsp.solAt", async () => {
+      const editor = vscode.window.activeTextEditor;
+      if (!editor || editor.document.languageId !== "python") {
+        void vscode.window.showWarningMessage("solar: open a Python file with an entry point first.");
+        return undefined;
+      }
+      if (!serverRunning(link)) {
+        return undefined;
+      }
+      const entry = await pickEntry(link, editor);
+      const sizes = entry ? await askSizes("") : undefined;
+      if (!entry || sizes === undefined) {
+        return undefined;
+      }
+      return runServerCommand(link, SOL_AT_COMMAND, [editor.document.uri.toString(), entry, sizes], `solar: SOL of ${entry} at ${sizes}`);
     }),
     vscode.commands.registerCommand("solar-lsp.restart", () => hooks.restart()),
     vscode.commands.registerCommand("solar-lsp.showLog", () => hooks.showLog()),

@@ -24,6 +24,10 @@ export const SERVER_KEYS = [
   "headroomDevice",
   "dims",
   "entries",
+  "mode",
+  "optimizer",
+  "targetStepsPerSecond",
+  "symbolic",
 ] as const;
 
 /** Keys only the extension reads; never sent to the server. */
@@ -148,8 +152,11 @@ export function configuredChip(get: (key: "chip" | "chipFile") => string | undef
   return get("chipFile") || get("chip") || "";
 }
 
-/** Label of the active target, for the status bar tooltip. */
+/** Label of the active target, for the status bar tooltip (in train mode a step rate first). */
 export function targetLabel(settings: ServerSettings): string | undefined {
+  if (settings.mode === "train" && !isBlank(settings.targetStepsPerSecond)) {
+    return `${settings.targetStepsPerSecond} steps/s`;
+  }
   if (!isBlank(settings.targetLatency)) {
     return String(settings.targetLatency);
   }

@@ -16,9 +16,10 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
-import { handleReply, registerCommands, type Hooks } from "./commands";
+import { askSizes, handleReply, registerCommands, type Hooks } from "./commands";
 import { Controller, type ClientHandle, type ClientSpec } from "./controller";
 import { failureMessage, shownByExtension } from "./results";
+import { sizesToAsk } from "./sizes";
 
 let controller: Controller | undefined;
 
@@ -61,10 +62,16 @@ function makeClient(spec: ClientSpec, output: vscode.OutputChannel, trace: vscod
           return result instanceof ResponseError ? { success: false } : result;
         },
       },
-      // code lens / code action clicks on server commands: show an error reply, an SVG
+      // code lens / code action clicks on server commands: show an error reply, an SVG; the
+      // "SOL at S=…" lens first asks for the sizes
       executeCommand: async (command, args, next) => {
         try {
-          const reply = await next(command, args);
+          const ask = sizesToAsk(command, args);
+          const sizes = ask ? await askSizes(ask.prefill) : undefined;
+          if (ask && sizes === undefined) {
+            return undefined;
+          }
+          const reply = await next(command, ask ? [args[0], args[1], sizes] : args);
           await handleReply(command, reply);
           return reply;
         } catch (error) {

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeEach, describe, it } from "node:test";
-import { ENTRY_COMMANDS, registerCommands, type Hooks, type ServerLink } from "../src/commands";
+import { askSizes, ENTRY_COMMANDS, registerCommands, type Hooks, type ServerLink } from "../src/commands";
+import { sizesToAsk } from "../src/sizes";
 import { fake, openEditor, workspace, Uri } from "./fake-vscode";
 
 const root = join(__dirname, "..", "..");
@@ -195,6 +196,44 @@ describe("command wiring", () => {
     fake.answerInputBox = () => "2ms";
     await run("solar-lsp.setTarget");
     assert.deepEqual(fake.settings.writes.slice(-2).map((w) => [w.key, w.value]), [["solar.targetLatency", "2ms"], ["solar.targetHz", undefined]]);
+  });
+
+  it("SOL at other sizes: picks the entry, asks the sizes (validated) and sends them", async () => {
+    const ed = openEditor("/ws/examples/mlp.py", mlp, 14);
+    let validate: ((v: string) => unknown) | undefined;
+    fake.answerInputBox = (o) => {
+      validate = o.validateInput;
+      return " S=4096, B=8 ";
+    };
+    link.replies["solar.solAt"] = { uri: "file:///views/Model-sol-at.md", text: "# SOL of Model" };
+    await run("solar-lsp.solAt");
+    const uri = ed.document.uri.toString();
+    assert.deepEqual(link.calls.at(-1), { command: "solar.solAt", args: [uri, "Model", "S=4096, B=8"] });
+    assert.equal(validate?.("S=4096"), undefined);
+    assert.match(String(validate?.("S=big")), /NAME=SIZE/);
+    assert.match(String(validate?.("S=0")), /at least 1/);
+    // cancelled: nothing is sent
+    link.calls = [];
+    fake.answerInputBox = () => undefined;
+    await run("solar-lsp.solAt");
+    assert.deepEqual(link.calls.map((c) => c.command), ["solar.entries"]);
+    assert.deepEqual(fake.messages, []);
+  });
+
+  it("the SOL-at lens click asks with the pragma's sizes pre-filled, and only when it left them out", async () => {
+    // the server's lens: [uri, entry, "", prefill]
+    const ask = sizesToAsk("solar.solAt", ["file:///ws/a.py", "mm", "", "B=4, S=64"]);
+    assert.deepEqual(ask, { prefill: "B=4, S=64" });
+    assert.equal(sizesToAsk("solar.solAt", ["file:///ws/a.py", "mm", "S=128"]), undefined);
+    assert.equal(sizesToAsk("solar.solAt", ["file:///ws/a.py", "mm", { S: 128 }]), undefined);
+    assert.equal(sizesToAsk("solar.compareChips", ["file:///ws/a.py", "mm"]), undefined);
+    let prefilled: string | undefined;
+    fake.answerInputBox = (o) => {
+      prefilled = o.value;
+      return "S=128";
+    };
+    assert.equal(await askSizes(ask!.prefill), "S=128");
+    assert.equal(prefilled, "B=4, S=64");
   });
 
   it("Restart, Show log, Install and Reanalyze reach their hooks and the server", async () => {

@@ -28,6 +28,14 @@ describe("serverSettings", () => {
     );
     assert.deepEqual(out, { chip: "b200", verify: false, workers: 2 });
   });
+  it("passes the training-step and symbolic settings as the server spells them", () => {
+    assert.deepEqual(serverSettings({ mode: "train", optimizer: "sgd", targetStepsPerSecond: 4, symbolic: true }, ctx), {
+      mode: "train",
+      optimizer: "sgd",
+      targetStepsPerSecond: 4,
+      symbolic: true,
+    });
+  });
   it("keeps false and 0 (they are values, not blanks)", () => {
     assert.deepEqual(serverSettings({ llm: false, debounce: 0 }, ctx), { llm: false, debounce: 0 });
   });
@@ -72,6 +80,8 @@ describe("targetLabel, writeScope, explicitValue, changeAction", () => {
     assert.equal(targetLabel({ targetLatency: "2ms", targetHz: 500 }), "2ms");
     assert.equal(targetLabel({ targetHz: 500 }), "500 Hz");
     assert.equal(targetLabel({}), undefined);
+    assert.equal(targetLabel({ mode: "train", targetStepsPerSecond: 4, targetLatency: "2ms" }), "4 steps/s");
+    assert.equal(targetLabel({ targetStepsPerSecond: 4, targetLatency: "2ms" }), "2ms"); // steps/s: train mode only
   });
   it("writes where the value is set with the highest precedence", () => {
     assert.equal(writeScope({ globalValue: "a", workspaceFolderValue: "b" }, true), "folder");

@@ -94,6 +94,14 @@ describe("package.json settings", () => {
     assert.equal(props["solar.verify"].default, true);
     assert.equal(props["solar.llm"].default, false);
     assert.deepEqual(props["solar.tf32"].enum, ["conv", "all", "none"]);
+    assert.equal(JSON.stringify(props["solar.mode"].default), dflt("mode"));
+    assert.equal(JSON.stringify(props["solar.optimizer"].default), dflt("optimizer"));
+    assert.equal(String(props["solar.symbolic"].default), dflt("symbolic")?.toLowerCase());
+    assert.equal(props["solar.targetStepsPerSecond"].default, null);
+    assert.equal(dflt("target_steps_per_s"), "None");
+    const tuple = (name: string) => [...(new RegExp(`\\n${name} = \\(([^)]*)\\)`).exec(src)?.[1] ?? "").matchAll(/"(\w+)"/g)].map((m) => m[1]);
+    assert.deepEqual(props["solar.mode"].enum, tuple("MODES"));
+    assert.deepEqual(props["solar.optimizer"].enum, tuple("OPTIMIZERS"));
   });
 });
 

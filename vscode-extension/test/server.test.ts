@@ -130,6 +130,26 @@ describe("the real solar-lsp server", { timeout: 120_000, skip: cannotRun(PYTHON
     assert.match(String((await status())?.settings_error), /tf32 must be conv, all or none/);
   });
 
+  it("reports a bad training mode in solar.status, naming the setting", async () => {
+    configured = { mode: "training" };
+    const before = pulls.length;
+    await conn.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
+    await settle(before + 1);
+    assert.match(String((await status())?.settings_error), /mode must be inference or train, got 'training'/);
+    configured = { mode: "train", optimizer: "sgd", targetStepsPerSecond: 4, symbolic: true };
+    await conn.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
+    await settle(before + 2);
+    assert.equal((await status())?.settings_error ?? null, null);
+  });
+
+  it("answers SOL-at sizes it cannot read with an error the extension shows", async () => {
+    const mlp = join(repo, "examples", "mlp.py");
+    const reply = await conn.sendRequest(ExecuteCommandRequest.type, { command: "solar.solAt", arguments: [`file://${mlp}`, "Model", "S=lots"] });
+    const r = classifyReply(reply);
+    assert.equal(r.kind, "error");
+    assert.match(r.kind === "error" ? r.message : "", /write NAME=SIZE/);
+  });
+
   it("registers commands that do not collide with the extension's", () => {
     const server = init.capabilities.executeCommandProvider?.commands ?? [];
     assert.ok(server.includes("solar.showIR") && server.includes("solar.status"), JSON.stringify(server));

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from solar_lsp.bounds.einsum_graph import tensor_bytes
 from solar_lsp.bounds.viewmap import ViewMap
-from solar_lsp.ir.core import Affine, Call, Const, Expr, Kernel, Load, Op, Program, loads
+from solar_lsp.ir.core import Affine, Call, Const, Expr, Index, Kernel, Load, Op, Program, loads
 from solar_lsp.source.pragma import dtype_size
 
 MAX_LADDER = 12  # tile sizes per dimension (powers of two and the full extent)
@@ -123,7 +123,6 @@ def _mirror(a: Affine, ext: dict[str, int]) -> str | None:
     return t[0][0] if len(t) == 1 and t[0][1] == -1 and c == ext[t[0][0]] - 1 else None
 
 
-
 @dataclass
 class _Segment:
     """The kernels of a segment and the tensors they reach, as ``build_model`` gathers them."""
@@ -150,7 +149,7 @@ def build_model(p: Program, vm: ViewMap, ops: list[Op], free: set[str],
     a partial write, or a transposed reread of a tensor inside one tile. A scan's two kernels
     are one loop nest (``fold_scans``); ``dead`` tensors (no op reads them, the program does
     not return them) are computed but never stored."""
-    kernels = fold_scans([k for op in ops for k in op.kernels], p)
+    kernels = _inline_cats(fold_scans([k for op in ops for k in op.kernels], p), p, vm, needed_outside)
     if not kernels:
         return None
     ext = [dict(k.loops) for k in kernels]
@@ -254,6 +253,63 @@ def _shift(a: Affine, v: str) -> Affine:
 def _at_zero(a: Affine, v: str) -> Affine:
     """``a`` with loop ``v`` set to 0."""
     return Affine(tuple((w, c) for w, c in a.terms if w != v), a.const)
+
+
+def _inline_cats(kernels: list[Kernel], p: Program, vm: ViewMap, keep: set[str]) -> list[Kernel]:
+    """A tensor written piece by piece (a cat: boxes that tile it) and read later in the segment
+    as a view of its pieces, as a compiler fuses a cat into its reader: each read selects on the
+    index the piece that holds the element and loads that piece's operands at shifted positions
+    (a ``select`` call only this model reads: it is never run or priced). The pieces are stored
+    only when ``keep`` (needed after the segment) has the tensor."""
+    kernels, by_t = list(kernels), {}
+    for ki, k in enumerate(kernels):
+        by_t.setdefault(k.out.tensor, []).append(ki)
+    drop: set[int] = set()
+    for t, ws in by_t.items():
+        subs = [_piece_subst(kernels[ki]) for ki in ws]
+        boxes = [_box(kernels[ki], p) for ki in ws]
+        if (len(ws) < 2 or None in subs or None in boxes or not _tiled_exactly(boxes, p.tensors[t].shape)
+                or any(p.base(k.out.tensor) == t for k in kernels[ws[-1] + 1:])):
+            continue  # not a cat, or written again later
+        pieces = [(kernels[ki].expr, sub) for ki, sub in zip(ws, subs)]
+
+        def rewrite(e: Expr, pieces=pieces, t=t) -> Expr:
+            m = vm.to_base(e.tensor, e.index) if isinstance(e, Load) and p.base(e.tensor) == t else None
+            if m is not None and m[0] == t:  # (a read not affine through its views stays)
+                return Call("select", tuple(_at(x, sub, m[1]) for x, sub in pieces))
+            return Call(e.fn, tuple(rewrite(x) for x in e.args)) if isinstance(e, Call) else e
+
+        for ki in range(ws[-1] + 1, len(kernels)):
+            kernels[ki] = dataclasses.replace(kernels[ki], expr=rewrite(kernels[ki].expr))
+        if t not in keep and not any(p.base(ld.tensor) == t for k in kernels for ld in loads(k.expr)):
+            drop.update(ws)
+    return [k for ki, k in enumerate(kernels) if ki not in drop]
+
+
+def _piece_subst(k: Kernel) -> list[tuple[str, int, int]] | None:
+    """(loop, position, offset) of each loop of a piece ``out[.., v + c, ..] = f(..)``: None
+    unless every loop of the kernel is a plain, shifted position of what it writes."""
+    if k.op != "=" or k.reduce_vars or k.guards or k.init == "keep":
+        return None
+    out = [(a.terms[0][0], pos, a.const) for pos, a in enumerate(k.out.index) if a.terms]
+    if any(len(a.terms) > 1 or (a.terms and a.terms[0][1] != 1) for a in k.out.index):
+        return None
+    return out if sorted(v for v, _, _ in out) == sorted(v for v, _ in k.loops) else None
+
+
+def _at(e: Expr, sub: list[tuple[str, int, int]], idx: tuple[Affine, ...]) -> Expr:
+    """A piece's expression at the element ``idx`` of the tensor it writes: each of its loops
+    ``v`` (written at position ``pos`` shifted by ``c``) replaced by ``idx[pos] − c``."""
+    by = {v: idx[pos] + (-c) for v, pos, c in sub}
+
+    def aff(a: Affine) -> Affine:
+        return sum((by[v] * c for v, c in a.terms), Affine.of(a.const))
+
+    if isinstance(e, Load):
+        return Load(e.tensor, tuple(aff(a) for a in e.index))
+    if isinstance(e, Index):
+        return Index(aff(e.expr))
+    return Call(e.fn, tuple(_at(x, sub, idx) for x in e.args)) if isinstance(e, Call) else e
 
 
 def _trace_tensors(seg: _Segment, vm: ViewMap, free: set[str]) -> bool:
@@ -381,7 +437,6 @@ def _box(k: Kernel, p: Program) -> tuple[tuple[int, int], ...] | None:
         seen.add(v)
         box.append((c, c + ext[v]))
     return tuple(box)
-
 
 
 def _assemble(seg: _Segment) -> SegModel | None:

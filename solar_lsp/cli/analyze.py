@@ -17,6 +17,7 @@ from solar_lsp.cli.args import (
     mode_config,
     parse_dims,
     parse_onchip,
+    parse_symbols,
     shadowed_chip_warnings,
 )
 from solar_lsp.hardware.chips import HardwareError, load_chips
@@ -93,6 +94,10 @@ def _config(args, chips) -> Config:
     if not os.path.isfile(args.file):
         raise UsageError(f"cannot read {args.file}: no such file")
     cfg = Config(hw=[c.name for c in chips], entry=args.entry, dims=dims)
+    if getattr(args, "symbol", None):
+        args.symbolic = True
+    if getattr(args, "symbolic", False):
+        cfg.symbols = {**pyproject_symbols(args.file), **parse_symbols(args.symbol)}
     if getattr(args, "onchip", None) is not None:
         try:
             cfg.onchip = parse_onchip(args.onchip)
@@ -113,6 +118,37 @@ def _config(args, chips) -> Config:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return cfg
+
+
+def pyproject_symbols(file: str) -> dict[str, str]:
+    """``symbols`` of ``[tool.solar]`` in the nearest pyproject.toml at or above ``file``: the
+    globals (``{global: symbol name}``) among those ``file`` assigns at module level (a
+    project-wide list; a file without ``dim`` is analyzed without that symbol)."""
+    import ast
+    import tomllib
+    from pathlib import Path
+    folder = Path(file).resolve().parent
+    for d in [folder, *folder.parents]:
+        if (d / "pyproject.toml").is_file():
+            try:
+                with open(d / "pyproject.toml", "rb") as f:
+                    tool = tomllib.load(f).get("tool", {}).get("solar", {})
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise UsageError(f"{d / 'pyproject.toml'}: {exc}") from None
+            break
+    else:
+        return {}
+    try:
+        symbols = parse_symbols(tool.get("symbols") or [])
+    except ValueError as exc:
+        raise UsageError(f"[tool.solar] {exc}") from None
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return symbols  # the analysis reports it
+    assigned = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+    return {g: s for g, s in symbols.items() if g in assigned}
 
 
 def untrained(report, cfg: Config) -> list[str]:

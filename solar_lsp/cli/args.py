@@ -104,6 +104,9 @@ def _analyze_parser(sub) -> None:
     a.add_argument("--symbolic", action="store_true",
                    help="also FLOPs, bytes and times as formulas of the pragma's shape symbols "
                         "(fitted from up to 30 re-analyses at small sizes)")
+    a.add_argument("--symbol", action="append", default=[], metavar="GLOBAL[=NAME]",
+                   help="a module global read by get_inputs/get_init_inputs (batch_size) as a "
+                        "shape symbol, named NAME in the formulas; implies --symbolic")
     onchip_arg(a)
     llm_args(a)
 
@@ -207,6 +210,21 @@ def parse_sweep(text: str) -> tuple[str, int, int]:
     if not eq or not dots or not name.strip().isidentifier() or not 0 < a < b:
         raise ValueError(f"--sweep {text!r}: expected SYMBOL=LOW..HIGH with 0 < LOW < HIGH")
     return name.strip(), a, b
+
+
+def parse_symbols(values: list) -> dict[str, str]:
+    """``--symbol GLOBAL[=NAME]`` values (or ``[tool.solar] symbols``: a list of globals or a
+    table global -> name) as ``{global: symbol name}``; ValueError saying which is malformed."""
+    values = [values] if isinstance(values, str) else values
+    pairs = list(values.items()) if isinstance(values, dict) else [
+        tuple(str(v).partition("=")[::2]) for v in values]
+    out: dict[str, str] = {}
+    for glob, name in pairs:
+        glob, name = str(glob).strip(), str(name).strip() or str(glob).strip()
+        if not glob.isidentifier() or not name.isidentifier():
+            raise ValueError(f"symbol {glob}={name}: expected GLOBAL or GLOBAL=NAME (identifiers)")
+        out[glob] = name
+    return out
 
 
 def parse_dims(values: list[str]) -> dict:

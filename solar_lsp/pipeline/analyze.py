@@ -46,6 +46,13 @@ def analyze_file(path: str, config: Config | None = None, chips: list[Chip] | No
     t_discover = time.perf_counter() - t0
     t1 = time.perf_counter()
     module, import_error = _load(path, entries)
+    if module is not None and config.symbols:  # globals marked as symbols, at their dims' sizes
+        from solar_lsp.pipeline.symbolic import set_globals  # imports sympy
+        try:
+            set_globals(module, config.symbols, config.dims)
+        except ValueError as exc:
+            report.error = str(exc)
+            return report
     t_import = time.perf_counter() - t1
     for entry in entries:
         er = EntryReport(name=entry.name, line=entry.line, frontend=entry.frontend)

@@ -23,6 +23,9 @@ class Config:
     budget_bytes: int = DEFAULT_BUDGET_BYTES
     dims: dict = field(default_factory=dict)
     entries: dict = field(default_factory=dict)  # name -> pragma, from [tool.solar]
+    # module globals read by get_inputs/get_init_inputs that are shape symbols (global -> symbol
+    # name; `--symbol`, [tool.solar] symbols): a dim of that name sets the global before they run
+    symbols: dict[str, str] = field(default_factory=dict)
     # on-chip capacity of the cache-aware bound: "l2", "smem" (shared memory x SMs) or bytes
     onchip: str | int = "l2"
     # called with an entry's report once its bounds exist, before verification runs, so a

@@ -20,6 +20,7 @@ of a larger power-of-two ``step``; the formula then holds on those multiples.
 from __future__ import annotations
 
 import itertools
+import types
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -125,6 +126,30 @@ class _Sampler:
     def done(self) -> list[tuple[dict[str, int], dict]]:
         """Every successful evaluation so far."""
         return [(dict(k), v) for k, v in self.cache.items() if not isinstance(v, SampleError)]
+
+
+def global_values(module: types.ModuleType, symbols: dict[str, str]) -> dict[str, int]:
+    """The values of the module globals marked as symbols (``global -> symbol name``), by
+    symbol name; ValueError naming a global the module lacks or that is not an int."""
+    out: dict[str, int] = {}
+    for name, sym in symbols.items():
+        if not hasattr(module, name):
+            raise ValueError(f"symbol {name!r}: the file has no module global {name!r} "
+                             "(--symbol and [tool.solar] symbols name globals such as batch_size)")
+        value = getattr(module, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"symbol {name!r}: the module global {name} = {value!r} is not an int")
+        out[sym] = value
+    return out
+
+
+def set_globals(module: types.ModuleType, symbols: dict[str, str], dims: dict) -> None:
+    """Set each global marked as a symbol to the dim of its symbol's name, where one is given
+    (before get_inputs/get_init_inputs run); ValueError as ``global_values``."""
+    current = global_values(module, symbols)
+    for name, sym in symbols.items():
+        if sym in dims and dims[sym] != current[sym]:
+            setattr(module, name, int(dims[sym]))
 
 
 def _degree(seq: list[int]) -> int | None:

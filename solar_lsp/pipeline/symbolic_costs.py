@@ -22,7 +22,15 @@ from solar_lsp.ir.core import Op, Program
 from solar_lsp.pipeline.analyze import analyze_file
 from solar_lsp.pipeline.config import Config
 from solar_lsp.pipeline.report import EntryReport, FileReport
-from solar_lsp.pipeline.symbolic import MAX_ANALYSES, MAX_DEGREE, Fit, fit_counts, fmt_sizes, symbol
+from solar_lsp.pipeline.symbolic import (
+    MAX_ANALYSES,
+    MAX_DEGREE,
+    Fit,
+    fit_counts,
+    fmt_sizes,
+    global_values,
+    symbol,
+)
 from solar_lsp.source.discover import DiscoveryError, Entry, discover
 from solar_lsp.source.pragma import parse_pragma
 from solar_lsp.source.reading import SourceError, read_source
@@ -142,12 +150,15 @@ def evaluator(path: str, entry: Entry, config: Config, chips: list[Chip]
               ) -> Callable[[dict[str, int]], EntryReport]:
     """Analyze ``entry`` again at other sizes of its symbols (no verification, no agent)."""
     def analyze(sizes: dict[str, int]) -> EntryReport:
-        entries = {k: v for k, v in config.entries.items() if k.rsplit("::", 1)[-1] != entry.name}
-        entries[entry.name] = rewrite_pragma(entry.pragma or "", sizes)
+        entries = dict(config.entries)
+        if entry.pragma:  # a Model without one keeps get_inputs (its globals are set from dims)
+            entries = {k: v for k, v in entries.items() if k.rsplit("::", 1)[-1] != entry.name}
+            entries[entry.name] = rewrite_pragma(entry.pragma, sizes)
         cfg = Config(hw=list(config.hw), entry=entry.name, policy=config.policy, verify=False,
                      budget_bytes=config.budget_bytes, dims={**config.dims, **sizes},
                      entries=entries, onchip=config.onchip, mode=config.mode,
-                     optimizer=config.optimizer, loss=config.loss)  # a training step's formulas too
+                     optimizer=config.optimizer, loss=config.loss,  # a training step's formulas too
+                     symbols=dict(config.symbols))  # globals of get_inputs set from the dims
         rep = analyze_file(path, cfg, chips)
         if rep.error or not rep.entries:
             raise RuntimeError(rep.error or f"no entry {entry.name}")
@@ -253,20 +264,43 @@ def _fit_entry(er: EntryReport, entry: Entry | None, analyze, values: dict[str, 
         return fit_counts(lambda sizes: counts_of(analyze(sizes), config.policy), list(values), budget)
     fit = fit_counts(lambda sizes: counts_of(er, config.policy), [], 1)
     fit.notes.append("no shape symbols: the formulas are the counts" + (
-        " (a Model's get_inputs sizes are not symbolic: name the sizes in a pragma)"
+        " (a Model's get_inputs sizes are symbolic when their module globals are marked: "
+        "--symbol batch_size, or [tool.solar] symbols)"
         if entry is not None and entry.kind == "model" else ""))
     return fit
+
+
+def file_global_symbols(path: str, config: Config) -> dict[str, int]:
+    """The symbols named by module globals (``config.symbols``) and their values in the file
+    as analyzed (a ``--dim`` of the symbol's name sets it); ValueError naming a bad one."""
+    if not config.symbols:
+        return {}
+    from solar_lsp.frontend.errors import EntryError
+    from solar_lsp.frontend.torch.trace import load_module
+    try:
+        module = load_module(path)
+    except EntryError as exc:
+        raise ValueError(str(exc)) from None
+    values = global_values(module, config.symbols)
+    return {sym: int(config.dims.get(sym, v)) for sym, v in values.items()}
 
 
 def add_symbolic(report: FileReport, path: str, config: Config, chips: list[Chip],
                  budget: int = MAX_ANALYSES, needs: str | None = None) -> None:
     """Formulas of every analyzed entry of ``report`` in its shape symbols (``er.symbolic``);
-    with ``needs``, only of the entries that have that symbol."""
+    with ``needs``, only of the entries that have that symbol. The module globals marked as
+    symbols (``config.symbols``) are symbols of every entry; one the file lacks, or that is
+    not an int, sets ``report.error`` naming it."""
+    try:
+        globals_ = file_global_symbols(path, config)
+    except ValueError as exc:
+        report.error = str(exc)
+        return
     for er in report.entries:
         if er.status != "ok" or getattr(er, "program", None) is None:
             continue
         entry, analyze = entry_evaluator(path, er.name, config, chips)
-        values = pragma_symbols(entry.pragma if entry else None, config.dims)
+        values = {**pragma_symbols(entry.pragma if entry else None, config.dims), **globals_}
         if needs is not None and needs not in values:
             continue
         t0 = time.perf_counter()

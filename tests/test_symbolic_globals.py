@@ -154,3 +154,24 @@ def test_a_malformed_symbol_option_is_a_usage_error(cli, tmp_path):
     path = _write_kb(tmp_path, batch_size=16, dim=64)
     r = cli("analyze", path, "--no-verify", "--symbol", "batch_size=2B")
     assert r.code == 2 and "batch_size=2B" in r.err
+
+
+def test_the_servers_symbols_setting_reaches_the_formulas(tmp_path):
+    """In the editor: `[tool.solar] symbols` (settings `symbols`, with `symbolic` on) makes the
+    worker vary those globals, so hovers and the "SOL at" lens show formulas in them."""
+    import io
+
+    from solar_lsp.lsp.settings import Settings, SettingsError, merge
+    from solar_lsp.lsp.worker import Worker
+    path = _write_kb(tmp_path, batch_size=16, dim=64)
+    s = merge(Settings(), {"symbolic": True, "verify": False, "symbols": {"batch_size": "B", "seq": "S"}},
+              "[tool.solar]")
+    out = io.StringIO()
+    Worker(out).handle({"kind": "analyze", "id": 1, "path": path, "config": s.analysis_config()})
+    result = [json.loads(line) for line in out.getvalue().splitlines() if '"result"' in line][-1]
+    sym = result["report"]["entries"][0]["symbolic"]
+    assert sym["symbols"] == ["B"] and sym["values"] == {"B": 16}  # `seq`: not in this file
+    B = sympy.Symbol("B", positive=True, integer=True)
+    assert sympy.expand(parse(sym["tensor_flops"], sym["symbols"]) - 2 * B * 64 * 64) == 0
+    with pytest.raises(SettingsError, match="symbols"):
+        merge(Settings(), {"symbols": ["not an identifier"]}, "[tool.solar]")

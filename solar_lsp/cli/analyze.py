@@ -17,13 +17,13 @@ from solar_lsp.cli.args import (
     mode_config,
     parse_dims,
     parse_onchip,
-    parse_symbols,
     shadowed_chip_warnings,
 )
 from solar_lsp.hardware.chips import HardwareError, load_chips
 from solar_lsp.pipeline.analyze import analyze_file
 from solar_lsp.pipeline.config import Config
 from solar_lsp.pipeline.limits import FileTimeout, time_limit
+from solar_lsp.source.symbols import file_symbols, parse_symbols, pyproject_solar
 
 
 class UsageError(ValueError):
@@ -97,7 +97,11 @@ def _config(args, chips) -> Config:
     if getattr(args, "symbol", None):
         args.symbolic = True
     if getattr(args, "symbolic", False):
-        cfg.symbols = {**pyproject_symbols(args.file), **parse_symbols(args.symbol)}
+        try:
+            cfg.symbols = {**file_symbols(args.file, pyproject_solar(args.file).get("symbols")),
+                           **parse_symbols(args.symbol)}
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if getattr(args, "onchip", None) is not None:
         try:
             cfg.onchip = parse_onchip(args.onchip)
@@ -118,37 +122,6 @@ def _config(args, chips) -> Config:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return cfg
-
-
-def pyproject_symbols(file: str) -> dict[str, str]:
-    """``symbols`` of ``[tool.solar]`` in the nearest pyproject.toml at or above ``file``: the
-    globals (``{global: symbol name}``) among those ``file`` assigns at module level (a
-    project-wide list; a file without ``dim`` is analyzed without that symbol)."""
-    import ast
-    import tomllib
-    from pathlib import Path
-    folder = Path(file).resolve().parent
-    for d in [folder, *folder.parents]:
-        if (d / "pyproject.toml").is_file():
-            try:
-                with open(d / "pyproject.toml", "rb") as f:
-                    tool = tomllib.load(f).get("tool", {}).get("solar", {})
-            except (OSError, tomllib.TOMLDecodeError) as exc:
-                raise UsageError(f"{d / 'pyproject.toml'}: {exc}") from None
-            break
-    else:
-        return {}
-    try:
-        symbols = parse_symbols(tool.get("symbols") or [])
-    except ValueError as exc:
-        raise UsageError(f"[tool.solar] {exc}") from None
-    try:
-        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return symbols  # the analysis reports it
-    assigned = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
-    return {g: s for g, s in symbols.items() if g in assigned}
 
 
 def untrained(report, cfg: Config) -> list[str]:

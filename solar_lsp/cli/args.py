@@ -212,21 +212,6 @@ def parse_sweep(text: str) -> tuple[str, int, int]:
     return name.strip(), a, b
 
 
-def parse_symbols(values: list) -> dict[str, str]:
-    """``--symbol GLOBAL[=NAME]`` values (or ``[tool.solar] symbols``: a list of globals or a
-    table global -> name) as ``{global: symbol name}``; ValueError saying which is malformed."""
-    values = [values] if isinstance(values, str) else values
-    pairs = list(values.items()) if isinstance(values, dict) else [
-        tuple(str(v).partition("=")[::2]) for v in values]
-    out: dict[str, str] = {}
-    for glob, name in pairs:
-        glob, name = str(glob).strip(), str(name).strip() or str(glob).strip()
-        if not glob.isidentifier() or not name.isidentifier():
-            raise ValueError(f"symbol {glob}={name}: expected GLOBAL or GLOBAL=NAME (identifiers)")
-        out[glob] = name
-    return out
-
-
 def parse_dims(values: list[str]) -> dict:
     """``--dim NAME=INT`` values; a malformed one raises ValueError saying which."""
     dims = {}

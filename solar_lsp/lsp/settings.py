@@ -18,6 +18,7 @@ from typing import Any
 from solar_lsp import __version__, units
 from solar_lsp.defaults import DEFAULT_CHIP
 from solar_lsp.hardware.chips import chip_fingerprint
+from solar_lsp.source.symbols import parse_symbols
 
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "solar-lsp", "results")
 
@@ -39,7 +40,7 @@ ALIASES = {
     "dims": "dims", "entries": "entries",
     "mode": "mode", "optimizer": "optimizer",
     "targetStepsPerSecond": "target_steps_per_s", "target_steps_per_s": "target_steps_per_s",
-    "symbolic": "symbolic",
+    "symbolic": "symbolic", "symbols": "symbols",
 }
 
 MODES = ("inference", "train")
@@ -73,6 +74,8 @@ class Settings:
     optimizer: str = "adamw"  # adamw | sgd | none (train mode)
     target_steps_per_s: float | None = None  # train mode: the inverse roofline's target is 1/steps
     symbolic: bool = False  # fit the counts as formulas of the pragma's symbols (slow: ~20 analyses)
+    # module globals get_inputs uses, varied as symbols too: ["batch_size"] or {"batch_size": "B"}
+    symbols: list | dict = field(default_factory=list)
 
     @property
     def target_s(self) -> float | None:
@@ -107,7 +110,7 @@ class Settings:
                 "verify": self.verify, "dims": self.dims, "entries": self.entries,
                 "onchip": self.onchip, "llm": self.llm, "mode": self.mode,
                 "optimizer": self.optimizer if self.mode == "train" else None,
-                "symbolic": self.symbolic}
+                "symbolic": self.symbolic, "symbols": self.symbols}
 
     def analysis_key(self) -> str:
         return json.dumps({"v": __version__, "chip_file": chip_fingerprint(self.chip), **self.analysis_config()},
@@ -152,6 +155,10 @@ def _check(s: Settings, origin: str) -> None:
     if s.target_steps_per_s is not None and s.target_steps_per_s <= 0:
         raise SettingsError(f"{origin}: targetStepsPerSecond must be positive")
     s.verify, s.llm, s.symbolic = bool(s.verify), bool(s.llm), bool(s.symbolic)
+    try:
+        parse_symbols(s.symbols)
+    except ValueError as exc:
+        raise SettingsError(f"{origin}: symbols: {exc}") from exc
     s.cache_dir = os.path.expanduser(str(s.cache_dir))
 
 

@@ -55,9 +55,10 @@ def _limit_memory(extra: int) -> int:
     return cap
 
 
-def _config(d: dict, entry: str | None):
+def _config(d: dict, entry: str | None, path: str | None = None):
     from solar_lsp.bounds.sol import Policy
     from solar_lsp.pipeline.analyze import Config
+    from solar_lsp.source.symbols import file_symbols
     cfg = Config(hw=list(d.get("hw") or [DEFAULT_CHIP]), entry=entry, target_s=d.get("target_s"),
                  verify=bool(d.get("verify", True)), dims=dict(d.get("dims") or {}),
                  entries=dict(d.get("entries") or {}))
@@ -69,6 +70,8 @@ def _config(d: dict, entry: str | None):
         cfg.onchip = d["onchip"]
     if d.get("budget_bytes"):
         cfg.budget_bytes = int(d["budget_bytes"])
+    if path and d.get("symbols"):  # module globals the project varies as shape symbols
+        cfg.symbols = file_symbols(path, d["symbols"])
     if d.get("llm"):  # the user's opt-in (setting `llm`); the key comes from the environment
         from solar_lsp.llm.config import LLMConfig
         cfg.llm = LLMConfig.from_env()
@@ -127,7 +130,7 @@ class Worker:
         from solar_lsp.pipeline.analyze import analyze_file
         entries = req.get("entries")
         entry = entries[0] if entries and len(entries) == 1 else None
-        cfg = _config(req.get("config") or {}, entry)
+        cfg = _config(req.get("config") or {}, entry, path)
         chips = load_chips(cfg.hw)
 
         def bounds_of(er) -> None:
@@ -184,7 +187,7 @@ class Worker:
         from solar_lsp.pipeline.analyze import analyze_file
         from solar_lsp.pipeline.symbolic_costs import add_symbolic, entry_evaluator
         name = (req.get("entries") or [None])[0]
-        cfg = _config({**(req.get("config") or {}), "verify": False}, name)
+        cfg = _config({**(req.get("config") or {}), "verify": False}, name, path)
         chips = load_chips(cfg.hw)
         out: dict[str, Any] = {"type": "result", "id": rid, "symbolic": req.get("symbolic"), "lines": None}
         if not out["symbolic"]:

@@ -28,6 +28,7 @@ export const SERVER_KEYS = [
   "optimizer",
   "targetStepsPerSecond",
   "symbolic",
+  "symbols",
 ] as const;
 
 /** Keys only the extension reads; never sent to the server. */

@@ -29,11 +29,12 @@ describe("serverSettings", () => {
     assert.deepEqual(out, { chip: "b200", verify: false, workers: 2 });
   });
   it("passes the training-step and symbolic settings as the server spells them", () => {
-    assert.deepEqual(serverSettings({ mode: "train", optimizer: "sgd", targetStepsPerSecond: 4, symbolic: true }, ctx), {
+    assert.deepEqual(serverSettings({ mode: "train", optimizer: "sgd", targetStepsPerSecond: 4, symbolic: true, symbols: { batch_size: "B" } }, ctx), {
       mode: "train",
       optimizer: "sgd",
       targetStepsPerSecond: 4,
       symbolic: true,
+      symbols: { batch_size: "B" },
     });
   });
   it("keeps false and 0 (they are values, not blanks)", () => {

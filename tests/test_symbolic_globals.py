@@ -175,3 +175,14 @@ def test_the_servers_symbols_setting_reaches_the_formulas(tmp_path):
     assert sympy.expand(parse(sym["tensor_flops"], sym["symbols"]) - 2 * B * 64 * 64) == 0
     with pytest.raises(SettingsError, match="symbols"):
         merge(Settings(), {"symbols": ["not an identifier"]}, "[tool.solar]")
+
+
+def test_plot_sweeps_a_module_global(cli, tmp_path):
+    """`solar plot --sweep B=8..512 --symbol batch_size=B` draws the times against the global."""
+    path = _write_kb(tmp_path, batch_size=16, dim=64)
+    out = tmp_path / "sweep.svg"
+    p = cli("plot", path, "--sweep", "B=8..512", "--symbol", "batch_size=B", "-o", str(out))
+    assert p.code == 0, p.err
+    assert out.is_file() and "<svg" in out.read_text()[:2000]
+    p = cli("plot", path, "--sweep", "B=8..512", "-o", str(out))  # the global not marked
+    assert p.code == 1 and "--symbol batch_size=B" in p.err

@@ -94,9 +94,9 @@ def _config(args, chips) -> Config:
     if not os.path.isfile(args.file):
         raise UsageError(f"cannot read {args.file}: no such file")
     cfg = Config(hw=[c.name for c in chips], entry=args.entry, dims=dims)
-    if getattr(args, "symbol", None):
+    if getattr(args, "symbol", None) and not getattr(args, "sweep", None):
         args.symbolic = True
-    if getattr(args, "symbolic", False):
+    if getattr(args, "symbolic", False) or getattr(args, "sweep", None):
         try:
             cfg.symbols = {**file_symbols(args.file, pyproject_solar(args.file).get("symbols")),
                            **parse_symbols(args.symbol)}

@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--sweep", metavar="SYM=LO..HI",
                     help="SOL time per fidelity against a pragma symbol, e.g. S=128..8192 (log-log, "
                          "compute/memory crossover marked)")
+    pl.add_argument("--symbol", action="append", default=[], metavar="GLOBAL[=NAME]",
+                    help="a module global read by get_inputs/get_init_inputs (batch_size) as a "
+                         "shape symbol --sweep can name (NAME=LO..HI)")
     onchip_arg(pl)
     llm_args(pl)
     _coverage_parser(sub)

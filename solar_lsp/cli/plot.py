@@ -46,7 +46,8 @@ def _sweep_command(report, args, chips, cfg, out: Console, err: Console) -> int:
             err.print(f"[yellow]warning:[/yellow] {escape(str(exc))}", highlight=False)
     if not sweeps:
         err.print(f"[red]error:[/red] no analyzed entry of {args.file} has the shape symbol {name} "
-                  "in its pragma (`# solar: S=512, x=f32[S, 64]`)", highlight=False)
+                  "in its pragma (`# solar: S=512, x=f32[S, 64]`), nor a module global marked as "
+                  f"{name} (`--symbol batch_size={name}`, `[tool.solar] symbols`)", highlight=False)
         return 1
     try:
         sweep_figure(sweeps, args.output, f"SOL time against {name}: {args.file}")

@@ -54,3 +54,11 @@ def user_line(exc: BaseException, path: str) -> int | None:
     if line is None and isinstance(exc, SyntaxError):
         line = exc.lineno
     return line
+
+
+def trace_error(exc: BaseException, what: str, path: str) -> EntryError:
+    """A tracer's failure as the entry's error: ``what`` (e.g. "tracing the training step of
+    Model failed"), the exception's kind and first line, and the user's line it came from."""
+    text = str(exc).strip()
+    msg = text.splitlines()[0] if text else ""
+    return EntryError("trace", f"{what}: {type(exc).__name__}: {msg}", user_line(exc, path))

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.frontend.errors import EntryError, trace_error
 from solar_lsp.frontend.jax.lower import JaxLowered, JaxLowerer, lower_with
 from solar_lsp.frontend.jax.trace import JaxTraced, Key, build, trip_pragmas
 from solar_lsp.ir.core import Op, Program
@@ -126,9 +126,8 @@ def trace_train(module: types.ModuleType, entry: Entry, path: str, loss: str = "
     except EntryError:
         raise
     except Exception as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise EntryError("trace", f"jax.value_and_grad could not trace {entry.name}'s training "
-                         f"step: {type(exc).__name__}: {msg}", user_line(exc, path)) from exc
+        raise trace_error(exc, f"jax.value_and_grad could not trace {entry.name}'s training step",
+                          path) from exc
     names = list(built.param_names) + list(built.input_names)
     names = [names[i] if i < len(names) else f"arg{i}" for i in order]
     moved = {built.input_names[i - built.n_params] for i in order[built.n_params:n_params]}

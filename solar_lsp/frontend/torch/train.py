@@ -30,7 +30,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from solar_lsp.frontend.errors import EntryError, Lowered, user_line
+from solar_lsp.frontend.errors import EntryError, Lowered, trace_error
 from solar_lsp.frontend.torch.trace import Traced, build, decomp_table, line_of
 from solar_lsp.source.discover import Entry, TensorSpec
 
@@ -95,9 +95,7 @@ def _trace_step(model: torch.nn.Module, inputs: tuple, entry: Entry, path: str, 
     except EntryError:
         raise
     except Exception as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise EntryError("trace", f"tracing the training step of {entry.name} failed: "
-                         f"{type(exc).__name__}: {msg}", user_line(exc, path)) from exc
+        raise trace_error(exc, f"tracing the training step of {entry.name} failed", path) from exc
     _out_of_place(gm)
     return gm, graded
 

@@ -15,6 +15,7 @@ from solar_lsp.ir.core import Affine, Call, Const, Expr, Index, Kernel, Load, Op
 from solar_lsp.source.pragma import dtype_size
 
 MAX_LADDER = 12  # tile sizes per dimension (powers of two and the full extent)
+MAX_CAT_PIECES = 8  # a cat of more pieces (bicubic: 72) or of cats stays stored: selects multiply
 SMALL_DIM = 4  # dims this short (filter taps) are never split
 
 
@@ -266,9 +267,10 @@ def _inline_cats(kernels: list[Kernel], p: Program, vm: ViewMap, keep: set[str])
         by_t.setdefault(k.out.tensor, []).append(ki)
     drop: set[int] = set()
     for t, ws in by_t.items():
-        subs = [_piece_subst(kernels[ki]) for ki in ws]
-        boxes = [_box(kernels[ki], p) for ki in ws]
-        if (len(ws) < 2 or None in subs or None in boxes or not _tiled_exactly(boxes, p.tensors[t].shape)
+        if not 2 <= len(ws) <= MAX_CAT_PIECES or any(_has_select(kernels[ki].expr) for ki in ws):
+            continue  # one writer, or too many pieces to read in place (MAX_CAT_PIECES)
+        subs, boxes = [_piece_subst(kernels[ki]) for ki in ws], [_box(kernels[ki], p) for ki in ws]
+        if (None in subs or None in boxes or not _tiled_exactly(boxes, p.tensors[t].shape)
                 or any(p.base(k.out.tensor) == t for k in kernels[ws[-1] + 1:])):
             continue  # not a cat, or written again later
         pieces = [(kernels[ki].expr, sub) for ki, sub in zip(ws, subs)]
@@ -284,6 +286,10 @@ def _inline_cats(kernels: list[Kernel], p: Program, vm: ViewMap, keep: set[str])
         if t not in keep and not any(p.base(ld.tensor) == t for k in kernels for ld in loads(k.expr)):
             drop.update(ws)
     return [k for ki, k in enumerate(kernels) if ki not in drop]
+
+
+def _has_select(e: Expr) -> bool:  # ``e`` reads a cat in place already (a cat of cats)
+    return isinstance(e, Call) and (e.fn == "select" or any(_has_select(x) for x in e.args))
 
 
 def _piece_subst(k: Kernel) -> list[tuple[str, int, int]] | None:

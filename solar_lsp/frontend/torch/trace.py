@@ -8,12 +8,10 @@ the analyzed file it comes from (the innermost frame in that file).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import logging
 import os
 import re
-import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 import torch
 
 from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.frontend.torch.build import build, load_module  # noqa: F401 (re-exported)
 from solar_lsp.frontend.torch.fake_recurrent import recurrent_shape_rules
 from solar_lsp.source.discover import Entry, TensorSpec
 
@@ -65,123 +64,10 @@ class Traced:
     grads: dict[str, str] = field(default_factory=dict)  # parameter FQN -> node name
 
 
-_MODULE_COUNTER = [0]
-
-
 def warm_up() -> None:
     """Import torch.export's tracing machinery (about 1 s, once per process) so that it is
     counted as import time, not as the first entry's trace time; workers call it at start."""
     import torch.export._trace  # noqa: F401
-
-
-def load_module(path: str) -> types.ModuleType:
-    """Import the user's file as a fresh module. User code runs here: callers isolate it."""
-    path = os.path.realpath(path)
-    _MODULE_COUNTER[0] += 1
-    name = f"solar_user_{_MODULE_COUNTER[0]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise EntryError("import", f"cannot load {path} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    folder = os.path.dirname(path)
-    if folder not in sys.path:  # as `python model.py` does: sibling modules import (also lazily)
-        sys.path.insert(0, folder)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            spec.loader.exec_module(module)
-    except Exception as exc:  # user code: any failure becomes a message
-        sys.modules.pop(name, None)
-        raise EntryError("import", f"importing the file failed: {type(exc).__name__}: {exc}",
-                         user_line(exc, path)) from exc
-    _anchor_user_frames(module, path)
-    return module
-
-
-def _anchor_user_frames(module: types.ModuleType, path: str) -> None:
-    """torch.export keeps only ``forward`` frames in stack traces unless a frame is
-    registered as an anchor; register every function of the user's file so that an op
-    maps to the innermost line in that file (helpers and plain-function entries included)."""
-    try:
-        from torch.fx import proxy
-        anchors = proxy._STACK_TRACE_ANCHORS
-    except (ImportError, AttributeError):
-        return
-
-    def visit(code: types.CodeType) -> None:
-        if os.path.realpath(code.co_filename) != path:
-            return
-        anchors.add((code.co_filename, code.co_name))
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                visit(const)
-
-    def visit_obj(obj: Any, depth: int = 0) -> None:
-        if isinstance(obj, (staticmethod, classmethod)):
-            obj = obj.__func__
-        code = getattr(obj, "__code__", None)
-        if isinstance(code, types.CodeType):
-            visit(code)
-        elif isinstance(obj, type) and depth < 3:
-            for v in vars(obj).values():
-                visit_obj(v, depth + 1)
-
-    for v in list(vars(module).values()):
-        visit_obj(v)
-
-
-def _spec_tensor(spec: TensorSpec, device: str) -> Any:
-    if spec.scalar is not None or spec.dtype in ("int", "float"):
-        return spec.scalar
-    dtype = getattr(torch, spec.dtype)
-    if dtype.is_floating_point:
-        return torch.randn(spec.shape, dtype=dtype, device=device) if device != "meta" else torch.empty(
-            spec.shape, dtype=dtype, device=device)
-    if dtype == torch.bool:
-        return torch.rand(spec.shape, device=device) > 0.5 if device != "meta" else torch.empty(
-            spec.shape, dtype=dtype, device=device)
-    if device == "meta":
-        return torch.empty(spec.shape, dtype=dtype, device=device)
-    return torch.randint(0, 8, spec.shape, dtype=dtype, device=device)
-
-
-def _function_module(fn: Any) -> torch.nn.Module:
-    """Wrap a function so that it *is* the forward: export then records its own frames."""
-    cls = type(f"solar_fn_{getattr(fn, '__name__', 'fn')}", (torch.nn.Module,),
-               {"forward": staticmethod(fn)})
-    return cls()
-
-
-def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta",
-          seed: int = 0) -> tuple[torch.nn.Module, tuple]:
-    """Instantiate the entry's module and inputs on ``device`` ("meta" for analysis)."""
-    path = os.path.realpath(path)
-    torch.manual_seed(seed)
-    dev = torch.device(device)
-    try:
-        with dev:
-            if entry.kind == "model":
-                init = getattr(module, "get_init_inputs", lambda: [])()
-                obj = getattr(module, entry.name)
-                model = obj(*init)
-                inputs = module.get_inputs()
-            else:
-                obj = getattr(module, entry.name)
-                if entry.kind == "module" or isinstance(obj, type):
-                    model = obj(*entry.init_args, **dict(entry.init_kwargs))
-                else:
-                    model = _function_module(obj)
-                inputs = [_spec_tensor(s, device) for s in entry.inputs or ()]
-    except Exception as exc:
-        raise EntryError("build", f"building the entry failed: {type(exc).__name__}: {exc}",
-                         user_line(exc, path)) from exc
-    if not isinstance(model, torch.nn.Module):
-        raise EntryError("build", f"{entry.name} did not produce a torch.nn.Module")
-    model.eval()
-    if device == "meta":
-        model = model.to("meta") if any(p.device.type != "meta" for p in model.parameters()) else model
-        inputs = [t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs]
-    return model, tuple(inputs)
 
 
 def decomp_table() -> dict:

@@ -13,6 +13,9 @@ three fresh processes are timed from outside:
 
 * ours: ``python -m solar_lsp.cli analyze FILE --json --hw h100-pcie`` (with verification,
   as the default run does), and the same with ``--no-verify``;
+* ours warm (unless ``--no-warm``): afterwards, one ``solar coverage`` process over copies
+  of all the problems, with and without verification, per-file seconds from its JSON: what
+  the language server or a second file in one run costs, once torch and numba are imported;
 * the peer: with ``--peer-python``/``--peer-dir``, a small driver (below, ``PEER_DRIVER``)
   that runs NVlabs/SOLAR's four stages in one interpreter by calling the ``main()`` of its
   own CLIs (process_model → toeinsum_model → analyze_model → predict_perf_model
@@ -252,6 +255,39 @@ def bench(problems: list[Path], tools: list[Tool], repeat: int, timeout_s: float
     return rows
 
 
+def warm_rows(problems: list[Path], rows: list[dict], python: str, timeout_s: float,
+              log=sys.stderr) -> None:
+    """Add "ours warm" and "ours warm -V" to each row: one ``solar coverage`` process over
+    copies of all the problems (the way the language server and ``solar coverage`` run: torch,
+    numba and the tracer imported once), per-file seconds from its JSON. The process's peak
+    RSS is the max over all files, so each row gets that same figure."""
+    env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, PYTHONPATH=str(ROOT))
+    with tempfile.TemporaryDirectory(prefix="side-by-side-warm-") as tmp:
+        names = {}
+        for f in problems:
+            name = f"{f.parent.name}_{f.name}"
+            (Path(tmp) / name).write_bytes(f.read_bytes())
+            names[name] = f"{f.parent.name}/{f.name}"
+        for tool, extra in (("ours warm", []), ("ours warm -V", ["--no-verify"])):
+            argv = [python, "-m", "solar_lsp.cli", "coverage", tmp, "--json", "--hw", OURS_HW,
+                    "--timeout", str(int(timeout_s))] + extra
+            r = run_child(argv, ROOT, env, timeout_s * (len(problems) + 1))
+            try:
+                files = json.loads(r.stdout)["files"]
+            except (json.JSONDecodeError, KeyError):
+                files = []
+            by_name = {Path(x["file"]).name: x for x in files}
+            for row in rows:
+                x = next((v for k, v in by_name.items() if names.get(k) == row["problem"]), None)
+                ok = bool(x) and x.get("analyzed", 0) >= 1 and not x.get("errors")
+                row[tool] = {"ok": ok, "error": None if ok else (
+                                 (x or {}).get("errors") or "not in coverage output"),
+                             "wall_s": (x or {}).get("seconds") or float("nan"),
+                             "rss_mib": r.rss_mib, "runs_s": [], "note": None}
+            print(f"{tool}: {len(files)} files in {r.wall_s:.1f} s (one process, "
+                  f"{r.rss_mib:.0f} MiB peak)", file=log, flush=True)
+
+
 def _mmm(xs: list[float]) -> dict:
     return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else {}
 
@@ -276,19 +312,19 @@ def summarize(rows: list[dict], tools: list[str]) -> dict:
 def render(s: dict, header: str) -> str:
     """The summary as plain text (for a terminal and for benchmarks/README.md)."""
     lines = [header, f"problems: {s['problems']}; analyzed by every tool: {s['all_analyzed']}",
-             "", f"{'tool':<10}{'time min':>10}{'median':>10}{'max':>10}"
+             "", f"{'tool':<14}{'time min':>10}{'median':>10}{'max':>10}"
              f"{'RSS min':>12}{'median':>10}{'max':>10}"]
     for t, st in s["tools"].items():
         w, m = st["wall_s"], st["rss_mib"]
         if not w:
-            lines.append(f"{t:<10}{'-':>10}")
+            lines.append(f"{t:<14}{'-':>10}")
             continue
-        lines.append(f"{t:<10}{w['min']:>9.1f}s{w['median']:>9.1f}s{w['max']:>9.1f}s"
+        lines.append(f"{t:<14}{w['min']:>9.1f}s{w['median']:>9.1f}s{w['max']:>9.1f}s"
                      f"{m['min']:>8.0f} MiB{m['median']:>6.0f} MiB{m['max']:>6.0f} MiB")
-    lines += ["", "per-problem ratio        median     min     max"]
+    lines += ["", "per-problem ratio             median     min     max"]
     for k, v in s["ratios"].items():
         if v:
-            lines.append(f"{k:<24}{v['median']:>6.2f}×{v['min']:>7.2f}×{v['max']:>7.2f}×")
+            lines.append(f"{k:<29}{v['median']:>6.2f}×{v['min']:>7.2f}×{v['max']:>7.2f}×")
     for t, fails in s["failures"].items():
         lines.append("")
         lines.append(f"{t} failed on {len(fails)}:" if fails else f"{t} failed on none")
@@ -319,6 +355,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool and problem (median)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run")
     ap.add_argument("--json", metavar="OUT", help="write the rows and the summary here")
+    ap.add_argument("--no-warm", action="store_true",
+                    help="skip the warm runs (one `solar coverage` process over all problems)")
     args = ap.parse_args(argv)
     if args.peer_python and not args.peer_dir:
         ap.error("--peer-python needs --peer-dir")
@@ -338,7 +376,11 @@ def main(argv: list[str] | None = None) -> int:
     warm(tools)
     t0 = time.time()
     rows = bench(problems, tools, args.repeat, args.timeout)
-    s = summarize(rows, [t.name for t in tools])
+    names = [t.name for t in tools]
+    if not args.no_warm:
+        warm_rows(problems, rows, args.ours_python, args.timeout)
+        names = names[:2] + ["ours warm", "ours warm -V"] + names[2:]
+    s = summarize(rows, names)
     load = [r["loadavg_1m"] for r in rows]
     header = (f"side_by_side.py: {len(problems)} problems ({args.problems} per level), "
               f"{args.repeat} run(s) per tool, interleaved; {time.time() - t0:.0f} s in all; "

@@ -51,6 +51,7 @@ _FRIENDLY = {
     "native_group_norm": "group_norm", "scaled_dot_product_flash_attention": "sdpa",
     "scaled_dot_product_efficient_attention": "sdpa", "scaled_dot_product_attention": "sdpa",
     "scaled_dot_product_cudnn_attention": "sdpa", "scaled_dot_product_flash_attention_for_cpu": "sdpa",
+    "scaled_dot_product_attention_backward": "sdpa backward",
     "to_copy": "to", "unsafe_view": "view", "log_softmax": "log_softmax", "convolution": "conv",
     "fused_rms_norm": "rms_norm", "embedding_bag": "embedding_bag", "int_mm": "int_mm",
 }

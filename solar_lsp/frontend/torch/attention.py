@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from solar_lsp.frontend import builders as B
+from solar_lsp.frontend.errors import Unsupported
 from solar_lsp.frontend.torch.context import Ctx, lowers
 from solar_lsp.ir.core import Affine, Expr, Guard, Index, Kernel, Load, call
 
@@ -38,23 +39,50 @@ def _tril(c: Ctx, a: tuple, kw: dict) -> None:
                   call("where", keep, Load(x, B.plain(vs)), 0.0)))
 
 
-@lowers("aten.scaled_dot_product_attention.default")
-def _sdpa(c: Ctx, a: tuple, kw: dict) -> None:
-    q, k, v = c.t(a[0]), c.t(a[1]), c.t(a[2])
+@dataclasses.dataclass(frozen=True)
+class Attention:
+    """The index space of one attention op: its q/k/v tensors, the extents of its loops
+    (batch dims ``b0..``, query ``i``, key ``j``, head dim ``d``, value dim ``e``; grouped-query
+    attention adds ``r``: q head h = hk * rep + r reads k/v head hk), the q-side and k-side
+    head indices, the output loop order of the q side, the scale and the diagonal of a
+    causal mask (None: no mask recognized as a lower triangle)."""
+
+    q: str
+    k: str
+    v: str
+    ext: dict
+    qh: tuple
+    kh: tuple
+    ob: list
+    lead: tuple
+    scale: float
+    diag: int | None
+    mask: Any
+
+    def skip(self, ks: list[Kernel], key: str, query: str) -> list[Kernel]:
+        """``ks`` with the causal guard ``key <= query + diag`` (unchanged without a mask)."""
+        if self.diag is None:
+            return ks
+        g = Guard(Affine.var(key) + Affine.var(query, -1), None, self.diag + 1)
+        return [dataclasses.replace(kk, guards=kk.guards + (g,)) for kk in ks]
+
+    @property
+    def scores(self) -> tuple[int, ...]:
+        """The shape of the score matrix (the q side's batch dims, Lq, Lk)."""
+        return tuple(self.lead) + (self.ext["i"], self.ext["j"])
+
+
+def attention_of(c: Ctx, q_arg: Any, k_arg: Any, v_arg: Any, mask: Any, causal: bool,
+                 scale: Any) -> Attention:
+    """The :class:`Attention` of an op reading ``q_arg, k_arg, v_arg`` (fx nodes)."""
+    q, k, v = c.t(q_arg), c.t(k_arg), c.t(v_arg)
     qs, ks_, vs_ = c.shape(q), c.shape(k), c.shape(v)
-    mask = a[3] if len(a) > 3 else kw.get("attn_mask")
-    causal = bool(a[5] if len(a) > 5 else kw.get("is_causal", False))
-    scale = kw.get("scale", a[6] if len(a) > 6 else None)
     d = qs[-1]
     scale = float(scale) if scale is not None else 1.0 / math.sqrt(d)
     lq, lk, ev = qs[-2], ks_[-2], vs_[-1]
     lead = qs[:-2]
-    nb = len(lead)
-    bv = B.ivars(nb, "b")
-    # grouped-query attention: q head h = hk * rep + r reads k/v head hk
-    rep = 1
-    if nb >= 1 and ks_[-3] != qs[-3] if len(ks_) >= 3 else False:
-        rep = qs[-3] // ks_[-3]
+    bv = B.ivars(len(lead), "b")
+    rep = qs[-3] // ks_[-3] if len(lead) >= 1 and len(ks_) >= 3 and ks_[-3] != qs[-3] else 1
     ext = dict(zip(bv, lead)) | {"i": lq, "j": lk, "d": d, "e": ev}
     if rep > 1:
         ext[bv[-1]] = ks_[-3]
@@ -68,36 +96,83 @@ def _sdpa(c: Ctx, a: tuple, kw: dict) -> None:
     # the diagonal above which keys are masked: is_causal (top-left aligned, as torch's) or a
     # boolean mask that is a tril by its producers
     diag = 0 if causal else (_tril_diagonal(mask, (lq, lk)) if mask is not None else None)
+    return Attention(q, k, v, ext, qh, kh, ob, tuple(lead), scale, diag, mask)
 
-    def skip(ks: list[Kernel], key: str, query: str) -> list[Kernel]:
-        if diag is None:
-            return ks
-        g = Guard(Affine.var(key) + Affine.var(query, -1), None, diag + 1)
-        return [dataclasses.replace(kk, guards=kk.guards + (g,)) for kk in ks]
 
-    sshape = tuple(lead) + (lq, lk)
-    s = c.tmp(sshape)
-    s_idx = qh + (Affine.var("i"), Affine.var("j"))
-    c.emit(*skip([B.contraction(c.name("qk"), s, ob + ["i", "j"], q, qh + (Affine.var("i"), Affine.var("d")),
-                                k, kh + (Affine.var("j"), Affine.var("d")), ext, out_idx=s_idx)], "j", "i"))
+def sdpa_args(a: tuple, kw: dict) -> tuple[Any, float, bool, Any]:
+    """``(attn_mask, dropout_p, is_causal, scale)`` of an SDPA call's arguments (the ATen
+    op's and solar's own, which share its order)."""
+    mask = a[3] if len(a) > 3 else kw.get("attn_mask")
+    dropout = float(a[4] if len(a) > 4 else kw.get("dropout_p", 0.0))
+    causal = bool(a[5] if len(a) > 5 else kw.get("is_causal", False))
+    scale = a[6] if len(a) > 6 else kw.get("scale")
+    return mask, dropout, causal, scale
+
+
+@lowers("aten.scaled_dot_product_attention.default")
+def _sdpa(c: Ctx, a: tuple, kw: dict) -> None:
+    mask, _, causal, scale = sdpa_args(a, kw)
+    at = attention_of(c, a[0], a[1], a[2], mask, causal, scale)
+    emit_attention(c, at, c.out)
+
+
+@lowers("solar.scaled_dot_product_attention.default")
+def _sdpa_train(c: Ctx, a: tuple, kw: dict) -> None:
+    """The training step's attention (frontend/torch/attention_backward.py): the output and
+    the log-sum-exp of each query's scores, which its backward reads instead of P."""
+    mask, dropout, causal, scale = sdpa_args(a, kw)
+    if dropout:
+        raise Unsupported("attention dropout draws a random mask (dropout_p > 0)")
+    at = attention_of(c, a[0], a[1], a[2], mask, causal, scale)
+    emit_attention(c, at, c.out_n(0), c.out_n(1))
+
+
+def emit_attention(c: Ctx, at: Attention, out: str, lse: str | None = None) -> None:
+    """Q·Kᵀ, the scaled and masked logits, softmax, P·V into ``out``; with ``lse``, also the
+    log-sum-exp of each query's logits (``max + log(sum)``, from the softmax's own row max
+    and sum: one log and one add per query)."""
+    sshape = at.scores
+    s_idx = at.qh + (Affine.var("i"), Affine.var("j"))
+    s = score_kernels(c, at, "qk")
     logits = c.tmp(sshape)
     sv = B.ivars(len(sshape))
-    c.emit(*skip([Kernel(c.name("scale"), tuple(zip(sv, sshape)), Load(logits, B.plain(sv)), "=",
-                         _logits(c, Load(s, B.plain(sv)), scale, mask, sshape, sv))], sv[-1], sv[-2]))
-    p = c.tmp(sshape, c.dtype(q))  # P·V runs at the inputs' precision
-    c.emit(*skip(B.softmax(c.name("sm"), logits, sshape, -1, p, c.tmp), sv[-1], sv[-2]))
-    c.emit(*skip([B.contraction(c.name("pv"), c.out, ob + ["i", "e"], p, s_idx,
-                                v, kh + (Affine.var("j"), Affine.var("e")), ext,
-                                out_idx=qh + (Affine.var("i"), Affine.var("e")))], "j", "i"))
+    c.emit(*at.skip([Kernel(c.name("scale"), tuple(zip(sv, sshape)), Load(logits, B.plain(sv)), "=",
+                            logits_expr(c, at, Load(s, B.plain(sv)), sv))], sv[-1], sv[-2]))
+    p = c.tmp(sshape, c.dtype(at.q))  # P·V runs at the inputs' precision
+    rows: list[str] = []
+
+    def tmp(shape: tuple[int, ...]) -> str:
+        rows.append(c.tmp(shape))
+        return rows[-1]
+    c.emit(*at.skip(B.softmax(c.name("sm"), logits, sshape, -1, p, tmp), sv[-1], sv[-2]))
+    c.emit(*at.skip([B.contraction(c.name("pv"), out, at.ob + ["i", "e"], p, s_idx,
+                                   at.v, at.kh + (Affine.var("j"), Affine.var("e")), at.ext,
+                                   out_idx=at.qh + (Affine.var("i"), Affine.var("e")))], "j", "i"))
+    if lse is not None:  # rows[0]: the row max, rows[1]: the row sum (B.softmax's order)
+        lv = sv[:-1]
+        row = B.plain(lv) + (Affine.of(0),)
+        c.emit(Kernel(c.name("lse"), tuple(zip(lv, sshape[:-1])), Load(lse, B.plain(lv)), "=",
+                      call("add", Load(rows[0], row), call("log", Load(rows[1], row)))))
 
 
-def _logits(c: Ctx, s: Load, scale: float, mask: Any, sshape: tuple[int, ...], sv: list[str]) -> Expr:
+def score_kernels(c: Ctx, at: Attention, tag: str) -> str:
+    """``S = Q·Kᵀ`` (unscaled) into a new temporary, the causal points only; its name."""
+    s = c.tmp(at.scores)
+    s_idx = at.qh + (Affine.var("i"), Affine.var("j"))
+    c.emit(*at.skip([B.contraction(c.name(tag), s, at.ob + ["i", "j"], at.q,
+                                   at.qh + (Affine.var("i"), Affine.var("d")),
+                                   at.k, at.kh + (Affine.var("j"), Affine.var("d")), at.ext,
+                                   out_idx=s_idx)], "j", "i"))
+    return s
+
+
+def logits_expr(c: Ctx, at: Attention, s: Load, sv: list[str]) -> Expr:
     """``s · scale``, then the mask: a boolean one selects (-inf where False), any other adds."""
-    body: Expr = call("mul", s, scale)
-    if mask is None:
+    body: Expr = call("mul", s, at.scale)
+    if at.mask is None:
         return body
-    mname = c.t(mask)
-    ml = Load(mname, B.broadcast_index(c.shape(mname), sshape, sv))
+    mname = c.t(at.mask)
+    ml = Load(mname, B.broadcast_index(c.shape(mname), at.scores, sv))
     if c.dtype(mname) == "bool":
         return call("where", ml, body, float("-inf"))
     return call("add", body, ml)

@@ -31,6 +31,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from solar_lsp.frontend.errors import EntryError, Lowered, trace_error
+from solar_lsp.frontend.torch.attention_backward import AttentionAsOneOp
 from solar_lsp.frontend.torch.trace import Traced, build, decomp_table, line_of
 from solar_lsp.source.discover import Entry, TensorSpec
 
@@ -176,7 +177,7 @@ def _step_fn(model: torch.nn.Module, inputs: tuple, trainable: list[str], loss: 
     def step(params: dict, buffers: dict, *tensors: torch.Tensor) -> tuple:
         it = iter(tensors)
         args = tuple(next(it) if isinstance(t, torch.Tensor) else t for t in inputs)
-        with _DropoutAsOneOp():
+        with _DropoutAsOneOp(), AttentionAsOneOp():  # attention: one op each way (issue 19)
             out = torch.func.functional_call(model, {**params, **buffers}, args)
         with fx_traceback.annotate({"solar": "loss"}):
             value = _reduce(out, loss)

@@ -15,12 +15,15 @@ decomposition table (what the layer costs without ``KEEP_WHOLE``) and prints its
 and seconds. Nothing is asserted: these are measurements.
 
 ``--kernelbench DIR`` instead times cold processes on KernelBench's recurrent problems (the
-files of level 3 built on ``nn.LSTM``/``nn.GRU``/``nn.RNN``; 33 and 34 step a Python loop over
-time, which torch.export unrolls, and are not among them): per problem and round, ``python -c "import torch"``, then
+files of level 3 built on ``nn.LSTM``/``nn.GRU``/``nn.RNN``, and those stepping a Python loop
+over time, ``for t in range(...)``, which the tracer unrolls and frontend/loops.py rolls back
+into one body run T times; ``--files F ...`` names the files instead, e.g. both KernelBench
+versions of 34_VanillaRNNHidden): per problem and round, ``python -c "import torch"``, then
 ``solar analyze FILE --json --no-verify``, then ``solar analyze FILE --json``, interleaved in
 that order so that all three see the same load. It prints per problem the median wall time of
-each, the stage timings the report gives (trace, lower, bounds, verify) and the ratio to the
-import time (issue 17's target: at most 2x, verification included).
+each, the stage timings the report gives (trace, lower, bounds, verify), the ratio to the
+import time (issue 17's target: at most 2x, verification included) and the largest resident
+set of the analyzing processes.
 """
 
 from __future__ import annotations
@@ -84,47 +87,65 @@ def decomposed(path: str) -> tuple[int, float]:
 
 
 KB_LAYERS = ("nn.LSTM(", "nn.GRU(", "nn.RNN(")  # files built on torch's recurrent layers
+KB_LOOPS = ("for t in range(",)  # files stepping a Python loop over time
 
 
-def _cold(argv: list[str]) -> tuple[float, dict]:
-    """Wall seconds of one child process and the first entry of its JSON report (if any)."""
+def _cold(argv: list[str]) -> tuple[float, dict, int]:
+    """Wall seconds of one child process, the first entry of its JSON report (if any) and its
+    largest resident set in bytes."""
     t0 = time.perf_counter()
-    r = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, text=True, cwd=ROOT)
+        _, _, usage = os.wait4(proc.pid, 0)
+        proc.returncode = 0
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     try:
-        entry = json.loads(r.stdout)["entries"][0]
+        entry = json.loads(stdout)["entries"][0]
     except (ValueError, KeyError, IndexError):
-        entry = {"status": "error", "error": (r.stderr.strip().splitlines() or ["no output"])[-1]}
-    return wall, entry
+        entry = {"status": "error", "error": (stderr.strip().splitlines() or ["no output"])[-1]}
+    return wall, entry, usage.ru_maxrss * 1024
 
 
 def kernelbench(folder: str, rounds: int) -> int:
     """Cold runs on KernelBench's recurrent problems against a cold ``import torch``."""
-    files = sorted((f for f in Path(folder).glob("*.py") if any(k in f.read_text() for k in KB_LAYERS)),
+    files = sorted((f for f in Path(folder).glob("*.py")
+                    if any(k in f.read_text() for k in KB_LAYERS + KB_LOOPS)),
                    key=lambda f: int(f.name.split("_")[0]) if f.name.split("_")[0].isdigit() else 0)
+    return cold_table([str(f) for f in files], rounds, "KernelBench recurrent problems")
+
+
+def cold_table(files: list[str], rounds: int, title: str) -> int:
+    """Cold runs on ``files`` against a cold ``import torch``, interleaved per round."""
     solar = [sys.executable, "-m", "solar_lsp.cli", "analyze"]
-    table = Table(title=f"KernelBench recurrent problems, cold processes, median of {rounds} round(s)")
+    table = Table(title=f"{title}, cold processes, median of {rounds} round(s)")
     for col in ("problem", "import torch s", "--no-verify s", "ratio", "verify s", "ratio",
-                "trace s", "lower s", "bounds s", "verify stage s", "verification"):
+                "trace s", "lower s", "bounds s", "verify stage s", "max RSS MB", "verification"):
         table.add_column(col, justify="right")
     ratios = []
     for f in files:
-        imp, nv, v, last = [], [], [], {}
+        imp, nv, v, last, rss = [], [], [], {}, 0
         for _ in range(rounds):
             imp.append(_cold([sys.executable, "-c", "import torch"])[0])
-            nv.append(_cold(solar + [str(f), "--json", "--no-verify"])[0])
-            wall, last = _cold(solar + [str(f), "--json"])
+            wall, _, r1 = _cold(solar + [f, "--json", "--no-verify"])
+            nv.append(wall)
+            wall, last, r2 = _cold(solar + [f, "--json"])
             v.append(wall)
+            rss = max(rss, r1, r2)
         i, a, b = (statistics.median(x) for x in (imp, nv, v))
         tm = last.get("timings", {})
         ver = last.get("verification") or {}
         status = ver.get("status", last.get("error", "?")) if last.get("status") == "ok" else \
             f"error: {last.get('error', '?')}"[:40]
         ratios.append(b / i)
-        table.add_row(f.stem, f"{i:.2f}", f"{a:.2f}", f"{a / i:.2f}", f"{b:.2f}", f"{b / i:.2f}",
+        table.add_row(f"{Path(f).parent.parent.parent.name}/{Path(f).stem}", f"{i:.2f}", f"{a:.2f}",
+                      f"{a / i:.2f}", f"{b:.2f}", f"{b / i:.2f}",
                       f"{tm.get('trace_s', 0):.2f}", f"{tm.get('lower_s', 0):.2f}",
-                      f"{tm.get('sol_s', 0):.2f}", f"{tm.get('verify_s', 0):.2f}", status)
-    Console(width=180).print(table)
+                      f"{tm.get('sol_s', 0):.2f}", f"{tm.get('verify_s', 0):.2f}", f"{rss / 2**20:.0f}",
+                      status)
+    Console(width=200).print(table)
     if ratios:
         print(f"median ratio (with verification) / import torch: {statistics.median(ratios):.2f}; "
               f"max {max(ratios):.2f}; load average {os.getloadavg()[0]:.1f}")
@@ -140,10 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--decomposed", action="store_true")
     ap.add_argument("--kernelbench", metavar="DIR", help="cold runs on KernelBench's recurrent problems")
-    ap.add_argument("--rounds", type=int, default=1, help="--kernelbench: rounds per problem")
+    ap.add_argument("--files", nargs="+", metavar="F", help="cold runs on these files (as --kernelbench)")
+    ap.add_argument("--rounds", type=int, default=1, help="--kernelbench, --files: rounds per problem")
     args = ap.parse_args(argv)
     if args.kernelbench:
         return kernelbench(args.kernelbench, args.rounds)
+    if args.files:
+        return cold_table(args.files, args.rounds, "Files")
 
     import warnings
 

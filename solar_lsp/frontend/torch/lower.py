@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from solar_lsp.frontend.errors import Lowered, Unsupported, UnsupportedOp
+from solar_lsp.frontend.loops import reroll
 from solar_lsp.frontend.torch import (  # noqa: F401 - importing a family registers its lowerings
     attention,
     contractions,
@@ -83,7 +84,8 @@ def lower(traced: Traced) -> Lowered:
                     prog.outputs.append(lw.env[o.name])
         elif node.op == "call_function":
             _lower_node(lw, node)
-    return Lowered(prog, lw.unsupported, lw.node_of_tensor)
+    # a Python loop's T unrolled steps become one body run T times (frontend/loops.py)
+    return reroll(Lowered(prog, lw.unsupported, lw.node_of_tensor))
 
 
 def _lower_node(lw: LowerState, node: Any) -> None:

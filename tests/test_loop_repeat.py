@@ -1,0 +1,225 @@
+"""A Python loop over time steps, unrolled by the tracer, emitted once with ``repeat`` = T
+(frontend/loops.py) against the unrolled form; its verification by replaying the body
+(verify/parts.py ``check_loop``)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import only_entry, write
+
+from solar_lsp.frontend import loops
+from solar_lsp.frontend.torch import trace as torch_trace
+from solar_lsp.frontend.torch.lower import lower
+from solar_lsp.frontend.torch.trace import load_module
+from solar_lsp.pipeline.analyze import Config, analyze_file
+from solar_lsp.source.discover import discover_file
+from solar_lsp.verify import parts
+from solar_lsp.verify.check_torch import golden_run
+
+T = 6
+RNN = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.i2h = nn.Linear(5 + 4, 4)
+        self.h2o = nn.Linear(4, 3)
+
+    def forward(self, x, h0):
+        hidden = h0
+        outputs = []
+        for t in range(x.size(0)):
+            combined = torch.cat((x[t], hidden), dim=1)
+            hidden = torch.tanh(self.i2h(combined))
+            outputs.append(self.h2o(hidden))
+        return torch.stack(outputs, dim=0), hidden
+
+
+def get_inputs():
+    return [torch.randn({T}, 2, 5), torch.randn(2, 4)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# each step differs: the hidden state grows by one column per step (no repeated block)
+GROWING = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        h = x[0]
+        for t in range(1, x.size(0)):
+            h = torch.cat((torch.tanh(h), x[t][:, :1]), dim=1)
+        return h
+
+
+def get_inputs():
+    return [torch.randn({T}, 2, 3)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# a step-dependent branch ({COND}): the steps it picks apply a different function
+BRANCHY = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, h):
+        for t in range(x.size(0)):
+            h = torch.tanh(h + x[t]) if {COND} else torch.sigmoid(h * x[t])
+        return h
+
+
+def get_inputs():
+    return [torch.randn({T}, 2, 3), torch.randn(2, 3)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+TOTALS = ("macs", "flops", "tensor_flops", "vector_flops", "transcendentals", "sfu_ops",
+          "bytes_unfused", "bytes_fused", "bytes_cache_aware", "t_unfused_s", "t_fused_s",
+          "t_cache_aware_s")
+CHIPS = ["h100-sxm", "a100-sxm"]
+
+
+def analyze(path: str, reroll: bool, verify: bool = False):
+    old = loops.REROLL
+    loops.REROLL = reroll
+    try:
+        return only_entry(analyze_file(path, Config(verify=verify, hw=CHIPS)))
+    finally:
+        loops.REROLL = old
+
+
+def per_line(e) -> dict:
+    """Counts and bytes per line (exact), with the unfused time (summed in another order)."""
+    return {ln.line: (ln.flops, ln.bytes, pytest.approx(ln.t_unfused_s, rel=1e-12)) for ln in e.lines}
+
+
+def lowered(path: str, reroll: bool = True):
+    old = loops.REROLL
+    loops.REROLL = reroll
+    try:
+        module = load_module(path)
+        traced = torch_trace.trace(module, discover_file(path)[0], path)
+        return module, traced, lower(traced)
+    finally:
+        loops.REROLL = old
+
+
+def test_loop_form_counts_and_bounds_equal_the_unrolled(tmp_path):
+    """Per line and in total, counts, the three bounds' bytes and times on two chips: the same
+    whether the loop's steps are unrolled or its body runs T times."""
+    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
+    unrolled, looped = analyze(path, False), analyze(path, True)
+    assert unrolled.status == looped.status == "ok", (unrolled.error, looped.error)
+    assert per_line(looped) == per_line(unrolled)
+    for key in TOTALS:  # times: T x one step's against T steps' sum, equal up to rounding
+        want = unrolled.totals[key]
+        assert looped.totals[key] == (pytest.approx(want, rel=1e-12) if key.startswith("t_") else want), key
+    for chip, fid in unrolled.by_hardware.items():
+        for key in ("t_unfused_s", "t_fused_s", "t_cache_aware_s"):
+            assert looped.by_hardware[chip][key] == pytest.approx(fid[key], rel=1e-12), (chip, key)
+    assert looped.graph["kernels"] * 3 < unrolled.graph["kernels"]  # the steps are not copied
+
+
+def test_the_body_is_emitted_once_with_repeat_t(tmp_path):
+    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
+    p = lowered(path)[2].program
+    body = [op for op in p.ops if op.repeat > 1]
+    assert {op.repeat for op in body} == {T}
+    assert sorted(op.target for op in body if op.kind == "compute") == sorted(
+        ["aten.cat.default", "aten.linear.default", "aten.tanh.default", "aten.linear.default",
+         "aten.cat.default"])  # the step, and the stack's copy of its output
+    [owner] = [op for op in p.ops if op.call and op.call[0] == "loop"]
+    assert owner.call[1] == T
+    unrolled = lowered(path, reroll=False)[2].program
+    assert sum(op.target == "aten.tanh.default" for op in unrolled.ops) == T
+
+
+@pytest.mark.parametrize("src", [GROWING, BRANCHY.replace("{COND}", "t in (1, 4)")],
+                         ids=["growing", "irregular_branch"])
+def test_steps_that_differ_stay_unrolled(tmp_path, src):
+    path = write(tmp_path, "m.py", src.replace("{T}", str(T)))
+    p = lowered(path)[2].program
+    assert all(op.repeat == 1 for op in p.ops)
+    assert not any(op.call and op.call[0] == "loop" for op in p.ops)
+    unrolled, looped = analyze(path, False), analyze(path, True)
+    assert per_line(looped) == per_line(unrolled)
+
+
+def test_loop_form_verifies_against_torch(tmp_path, monkeypatch):
+    """The entry verifies with the loop form; with a replay one step short it is a mismatch
+    naming the loop's line."""
+    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
+    e = analyze(path, True, verify=True)
+    assert e.verification["status"] == "verified", e.verification
+    counts = e.verification["counts"]  # the body's tensor FLOPs against FlopCounterMode's
+    assert counts["status"] == "checked", counts
+    unrolled = analyze(path, False, verify=True).verification["counts"]["tensor_flops"]
+    assert counts["tensor_flops"]["framework"] == unrolled["framework"] == counts["tensor_flops"]["ir"] > 0
+    monkeypatch.setattr(parts, "replay_trips", lambda trips: trips - 1)
+    bad = analyze(path, True, verify=True)
+    assert bad.verification["status"] == "mismatch", bad.verification
+    assert "(line 15)" in bad.verification["detail"], bad.verification
+
+
+def test_replay_of_one_step_too_few_is_a_mismatch(tmp_path, monkeypatch):
+    """A replay that stops one step early leaves the last step's values and the stack's last
+    slice wrong: the check must say so."""
+    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
+    module, traced, low = lowered(path)
+    p = low.program
+    golden = golden_run(traced, low, module, 0)
+    [owner] = [op for op in p.ops if op.call and op.call[0] == "loop"]
+    body = parts.parts_by_owner(p)[owner.id]
+    ok = parts.check_with_parts(p, owner, body, golden)
+    assert (ok.status, ok.detail) == ("verified", f"{T} loop steps replayed")
+    monkeypatch.setattr(parts, "replay_trips", lambda trips: trips - 1)
+    bad = parts.check_with_parts(p, owner, body, golden)
+    assert bad.status == "mismatch", bad.detail
+
+
+def test_a_branch_of_period_two_repeats_pairs_of_steps(tmp_path):
+    """Odd and even steps differ, but each pair of steps repeats: T/2 trips of a two-step body,
+    with the unrolled form's counts, and verified."""
+    path = write(tmp_path, "m.py", BRANCHY.replace("{COND}", "t % 2").replace("{T}", str(T)))
+    p = lowered(path)[2].program
+    assert {op.repeat for op in p.ops if op.repeat > 1} == {T // 2}
+    assert sum(op.target == "aten.tanh.default" for op in p.ops) == 1
+    unrolled, looped = analyze(path, False), analyze(path, True, verify=True)
+    assert per_line(looped) == per_line(unrolled)
+    assert looped.verification["status"] == "verified", looped.verification
+
+
+def test_the_golden_runs_peak_holds_the_replayed_body(tmp_path):
+    """The streamed golden run's peak estimate holds what checking the loop keeps at once: a
+    large tensor of the body in float64, its error bound and the golden value it is compared
+    with (where the rest of the program is small)."""
+    from solar_lsp.verify.stream import peak_bytes
+
+    src = RNN.replace("{T}", "4").replace(
+        "hidden = torch.tanh(self.i2h(combined))",
+        "hidden = torch.tanh(self.i2h(combined) + (combined.unsqueeze(-1) * self.big).sum((1, 2)).unsqueeze(-1))",
+    ).replace("self.h2o = nn.Linear(4, 3)", "self.h2o = nn.Linear(4, 3)\n        self.big = nn.Parameter(torch.randn(9, 1))")
+    path = write(tmp_path, "rnn.py", src.replace("(9, 1)", "(9, 200000)"))
+    p = lowered(path)[2].program
+    checked = [op for op in p.ops if parts.part_of(op) is None]
+    [owner] = [op for op in p.ops if op.call and op.call[0] == "loop"]
+    body = parts.parts_by_owner(p)[owner.id]
+    big = max(p.tensors[t].numel for q in body for t in q.outputs if t not in p.views)
+    assert big >= 2 * 9 * 200000  # the product [2, 9, 200000] is the body's
+    assert peak_bytes(p, checked) >= 3 * 8 * big

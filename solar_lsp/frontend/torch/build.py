@@ -18,6 +18,13 @@ from typing import Any
 import torch
 
 from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.frontend.torch.devices import (
+    BUDGET_BYTES,
+    SMALL_BYTES,
+    DeviceMap,
+    build_devices,
+    to_meta,
+)
 from solar_lsp.source.discover import Entry, TensorSpec
 
 _MODULE_COUNTER = [0]
@@ -102,32 +109,66 @@ def _function_module(fn: Any) -> torch.nn.Module:
 
 
 def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta",
-          seed: int = 0) -> tuple[torch.nn.Module, tuple]:
-    """Instantiate the entry's module and inputs on ``device`` ("meta" for analysis)."""
+          seed: int = 0, notes: list[dict] | None = None) -> tuple[torch.nn.Module, tuple]:
+    """Instantiate the entry's module and inputs on ``device`` ("meta" for analysis, "cpu" for
+    verification; frontend/torch/devices.py says how small tensors keep their values and
+    where GPU requests go). ``notes``, when given, gets one note per GPU device the code
+    asked for (EntryReport.notes)."""
     path = os.path.realpath(path)
     torch.manual_seed(seed)
-    dev = torch.device(device)
+    # a real GPU (`solar headroom --device cuda`) takes the code as it is
+    where = torch.device(device) if device not in ("meta", "cpu") else build_devices(device, path)
     try:
-        with dev:
-            if entry.kind == "model":
-                init = getattr(module, "get_init_inputs", lambda: [])()
-                obj = getattr(module, entry.name)
-                model = obj(*init)
-                inputs = module.get_inputs()
-            else:
-                obj = getattr(module, entry.name)
-                if entry.kind == "module" or isinstance(obj, type):
-                    model = obj(*entry.init_args, **dict(entry.init_kwargs))
-                else:
-                    model = _function_module(obj)
-                inputs = [_spec_tensor(s, device) for s in entry.inputs or ()]
+        with where:
+            model, inputs = _instantiate(module, entry, device)
     except Exception as exc:
-        raise EntryError("build", f"building the entry failed: {type(exc).__name__}: {exc}",
-                         user_line(exc, path)) from exc
+        raise EntryError("build", f"building the entry failed: {type(exc).__name__}: {exc}"
+                         + _hint(exc, device), user_line(exc, path)) from exc
     if not isinstance(model, torch.nn.Module):
         raise EntryError("build", f"{entry.name} did not produce a torch.nn.Module")
     model.eval()
-    if device == "meta":
-        model = model.to("meta") if any(p.device.type != "meta" for p in model.parameters()) else model
-        inputs = [t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs]
+    if device == "meta":  # small tensors were built on the CPU (devices.py): shapes only now
+        model = model.to("meta")
+        _attributes_to_meta(model)
+        inputs = [to_meta(t) for t in inputs]
+    if notes is not None and isinstance(where, DeviceMap):
+        notes.extend(where.notes())
     return model, tuple(inputs)
+
+
+def _instantiate(module: types.ModuleType, entry: Entry, device: str) -> tuple[Any, list]:
+    if entry.kind == "model":
+        init = getattr(module, "get_init_inputs", lambda: [])()
+        model = getattr(module, entry.name)(*init)
+        return model, list(module.get_inputs())
+    obj = getattr(module, entry.name)
+    if entry.kind == "module" or isinstance(obj, type):
+        model = obj(*entry.init_args, **dict(entry.init_kwargs))
+    else:
+        model = _function_module(obj)
+    return model, [_spec_tensor(s, device) for s in entry.inputs or ()]
+
+
+def _hint(exc: Exception, device: str) -> str:
+    """What the user can do about a build failure caused by how solar builds."""
+    text = str(exc)
+    if device == "meta" and "meta" in text.lower():
+        return (f" (analysis keeps the values of tensors up to {SMALL_BYTES >> 20} MiB, "
+                f"{BUDGET_BYTES >> 20} MiB in all; a larger tensor, or one computed from it, "
+                "has a shape only, and this line reads its values: compute them from Python "
+                "numbers or a smaller tensor)")
+    if "cuda" in text.lower() and device in ("meta", "cpu"):
+        return " (solar runs the code without a GPU: GPU-only calls cannot be analyzed)"
+    return ""
+
+
+def _attributes_to_meta(model: torch.nn.Module) -> None:
+    """Plain tensor attributes (not parameters or buffers, which ``.to`` moves) to meta,
+    directly or in a list, tuple or dict."""
+    for m in model.modules():
+        for k, v in list(vars(m).items()):
+            if k not in _MODULE_STATE:
+                m.__dict__[k] = to_meta(v)
+
+
+_MODULE_STATE = frozenset(vars(torch.nn.Module()))  # _parameters, _buffers, _modules, hooks

@@ -54,7 +54,6 @@ NOT_LOWERED: dict[str, str] = {
     "_fft_r2c": "FFTs produce complex tensors; the IR has no complex dtype",
     "_fft_c2r": "FFTs read complex tensors; the IR has no complex dtype",
     "_local_scalar_dense": "Tensor.item(): the value leaves the graph for the host",
-    "as_strided": "arbitrary strides over the storage, not a view of the logical tensor",
     "grid_sampler_2d": "sampling positions are data (a gather with data-dependent bilinear weights)",
     "_cdist_forward": "p-norm pairwise distances: not lowered yet (p=2 needs the matmul identity)",
     "_pdist_forward": "p-norm pairwise distances of the condensed upper triangle: not lowered yet",

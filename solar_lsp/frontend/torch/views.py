@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from solar_lsp.frontend.errors import Unsupported
 from solar_lsp.frontend.torch.context import LOWERINGS, Ctx, LowerState
 from solar_lsp.ir.core import Op
 
@@ -58,6 +59,39 @@ for _n, _k in {
     "aten.lift_fresh.default": "alias", "aten.dropout.default": "alias",
 }.items():
     LOWERINGS[_n] = _view_lowering(_k)
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
+
+
+def as_strided_view(c: Ctx, a: tuple, kw: dict) -> None:
+    """``as_strided`` that re-reads a contiguous input in row-major order (same element count,
+    offset 0, the row-major strides of the new shape on every dim longer than 1) is a reshape;
+    decompositions emit it (adaptive pooling of a transposed input). Any other striding reads
+    the storage in a way no logical view describes, and stays unlowered."""
+    x = c.t(a[0])
+    size = tuple(a[1])
+    stride = tuple(a[2])
+    offset = a[3] if len(a) > 3 and a[3] is not None else kw.get("storage_offset", 0) or 0
+    val = getattr(a[0], "meta", {}).get("val")
+    numel = 1
+    for n in size:
+        numel *= n
+    want = _contiguous_strides(size)
+    if val is None or not val.is_contiguous() or offset != 0 or numel != val.numel() or any(
+            n > 1 and s != w for n, s, w in zip(size, stride, want)):
+        raise Unsupported("not lowered: arbitrary strides over the storage, not a view of the "
+                          "logical tensor")
+    c.view("reshape", size) if size != tuple(c.shape(x)) else c.view("alias")
+    c.outputs.append(c.out) if c.out not in c.outputs else None
+
+
+LOWERINGS["aten.as_strided.default"] = as_strided_view
 
 
 def split_view(lw: LowerState, node: Any, line: int | None) -> None:

@@ -5,6 +5,7 @@ against hand formulas and XLA's own cost analysis, and gradients verified agains
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from conftest import ROOT, line_of, only_entry, write
@@ -179,3 +180,180 @@ def test_inference_is_unchanged_by_the_train_path():
     assert e.mode == "inference"
     assert all(op.phase == "forward" for op in e.program.ops)
     assert e.program.outputs and not any(t.startswith("div") for t in e.program.outputs)
+
+
+# -- which arguments a plain function trains: --params / the pragma's params=(...) ----------
+
+PARAMS_SRC = '''
+import jax
+
+
+# solar: x=f32[64,256], w1=f32[256,512], w2=f32[512,128], idx=i32[64], params=(w2,)
+def lin(x, w1, w2, idx):
+    h = x @ w1
+    return (h @ w2)[idx]
+'''
+
+
+def test_pragma_params_trains_only_the_named_arguments(tmp_path):
+    path = write(tmp_path, "lin_params.py", PARAMS_SRC)
+    entry = discover_file(path)[0]
+    assert entry.params == ("w2",)
+    t, lo = traced(path)
+    assert t.param_names == ["w2"] and t.input_names == ["x", "w1", "idx"]
+    assert sorted(lo.grads) == ["w2"]
+    e = only_entry(train(path, verify=True))
+    assert e.status == "ok", e.error
+    f = phase_tensor_flops(e)
+    l1, l2 = line_of(path, "h = x @ w1"), line_of(path, "(h @ w2)")
+    # w1 is not trained and x is an input: nothing to differentiate on the first matmul's line
+    assert (l1, "backward") not in f
+    # the second: dW only (its input h needs no gradient), as many FLOPs as the forward
+    assert f[(l2, "backward")] == f[(l2, "forward")] == 2 * 64 * 512 * 128
+    assert e.verification["status"] == "verified", e.verification
+    assert list(e.verification["gradients"]["params"]) == ["w2"]
+
+
+def test_cli_params_override_the_pragma_and_may_name_the_first_argument(tmp_path):
+    path = write(tmp_path, "lin_params.py", PARAMS_SRC)
+    e = only_entry(analyze_file(path, Config(verify=False, mode="train", optimizer="none",
+                                             params=("w1", "x"))))
+    assert e.status == "ok", e.error
+    assert sorted(e.program.params) == ["w1", "x"]
+    f = phase_tensor_flops(e)
+    l1, l2 = line_of(path, "h = x @ w1"), line_of(path, "(h @ w2)")
+    assert f[(l1, "backward")] == 2 * f[(l1, "forward")]  # dX and dW
+    assert f[(l2, "backward")] == f[(l2, "forward")]  # dH only: w2 is not trained
+
+
+def test_default_without_params_is_every_float_argument_after_the_first(tmp_path):
+    path = write(tmp_path, "lin_default.py", PARAMS_SRC.replace(", params=(w2,)", ""))
+    assert discover_file(path)[0].params is None
+    t, lo = traced(path)
+    assert t.param_names == ["w1", "w2"] and sorted(lo.grads) == ["w1", "w2"]
+
+
+@pytest.mark.parametrize("names, says", [
+    (("w3",), "'w3' is not a tensor argument of lin (tensor arguments: x, w1, w2, idx)"),
+    (("idx",), "'idx' is a int32 tensor, which has no gradient"),
+])
+def test_cli_params_naming_a_wrong_argument_is_the_entrys_error(tmp_path, names, says):
+    path = write(tmp_path, "lin_params.py", PARAMS_SRC)
+    e = only_entry(analyze_file(path, Config(verify=False, mode="train", params=names)))
+    assert e.status == "error" and says in e.error and e.error.startswith("--params")
+
+
+@pytest.mark.parametrize("item, says", [
+    ("params=(w3,)", "params=: 'w3' is not a tensor argument of 'lin'"),
+    ("n=int:4, params=(n,)", "params=: 'n' is a scalar argument"),
+    ("params=(w1, 2)", "params= expects argument names"),
+])
+def test_pragma_params_naming_a_wrong_argument_is_a_pragma_error(tmp_path, item, says):
+    from solar_lsp.source.pragma import PragmaError
+    src = PARAMS_SRC.replace("params=(w2,)", item)
+    if "n=int" in item:
+        src = src.replace("def lin(x, w1, w2, idx)", "def lin(x, w1, w2, idx, n)")
+    path = write(tmp_path, "bad_params.py", src)
+    with pytest.raises(PragmaError, match=re.escape(says)) as info:
+        discover_file(path)
+    assert info.value.line == line_of(path, "# solar:")
+
+
+def test_params_on_a_flax_module_or_pytorch_code_is_refused(tmp_path):
+    e = only_entry(analyze_file(str(CORPUS / "mlp_linen.py"),
+                                Config(verify=False, mode="train", params=("x",))))
+    assert e.status == "error" and "MLP is a Flax module" in e.error
+    e = only_entry(analyze_file(str(ROOT / "examples" / "mlp.py"),
+                                Config(verify=False, mode="train", params=("x",))))
+    assert e.status == "error" and "PyTorch code" in e.error
+    from solar_lsp.source.pragma import PragmaError
+    path = write(tmp_path, "torch_fn.py", '''
+        import torch
+
+
+        # solar: x=f32[8,16], w=f32[16,4], params=(w,)
+        def f(x, w):
+            return x @ w
+        ''')
+    with pytest.raises(PragmaError, match="params= names the trained arguments of a JAX function"):
+        discover_file(path)
+
+
+def test_cli_params_option(cli, tmp_path):
+    from solar_lsp.cli.args import parse_params
+    assert parse_params(["w1,b1", "w2", "w1"]) == ("w1", "b1", "w2")
+    assert parse_params(None) is None
+    path = write(tmp_path, "lin_params.py", PARAMS_SRC)
+    r = cli("analyze", path, "--params", "w1", "--no-verify")
+    assert r.code == 2 and "--params only applies to a training step: add --mode train" in r.err
+    r = cli("analyze", path, "--mode", "train", "--params", "w1,", "--no-verify")
+    assert r.code == 2 and "expected argument names" in r.err
+    r = cli("analyze", path, "--mode", "train", "--params", "w1", "--no-verify", "--json")
+    e = r.json()["entries"][0]
+    assert r.code == 0 and e["status"] == "ok"
+    assert [i["name"] for i in e["inputs"]] == ["x", "w2", "idx"]
+
+
+# -- verification at a reduced size ---------------------------------------------------------
+
+def test_a_step_over_the_budget_is_verified_at_a_reduced_size():
+    """The reduced step is re-traced without its optimizer (checked on its own), so its
+    lowering is compared with the full step's forward and backward only."""
+    e = only_entry(analyze_file(str(CORPUS / "mlp_fn.py"), Config(
+        mode="train", budget_bytes=2 * 2**20)))
+    v = e.verification
+    assert v["status"] == "verified", v["detail"]
+    assert v["full_size"].startswith("golden run needs")
+    assert v["reduced_inputs"][0]["shape"] != [64, 256]
+    assert v["gradients"]["status"] == "verified" and len(v["gradients"]["params"]) == 4
+    assert v["optimizer"]["status"] == "verified"
+    assert any(op.phase == "optimizer" for op in e.program.ops)  # the bounds keep the update
+
+
+@pytest.mark.parametrize("name, full", [("rnn_scan.py", [50, 16, 64]), ("lstm_scan.py", [32, 8, 64])])
+def test_recurrent_steps_whose_code_fixes_a_size_verify_at_a_reduced_size(name, full):
+    """Both steps replay more loop points than the limit, and both hard-code the hidden size
+    (128) that the pragma's weights carry too, so shrinking every size breaks the trace: the
+    reduced run shrinks only the sizes that shrink alone."""
+    e = only_entry(train(CORPUS / name, verify=True))
+    v = e.verification
+    assert v["status"] == "verified", v["detail"]
+    assert "loop points, over the limit" in v["full_size"]
+    x = v["reduced_inputs"][0]
+    assert x["name"] == "x" and x["shape"] != full
+    assert v["gradients"]["status"] == "verified"
+
+
+TAKE_SRC = '''
+import jax.numpy as jnp
+
+
+# solar: x=f32[16,8], w=f32[8,8]
+def pick(x, w):
+    h = x @ w
+    order = jnp.concatenate([jnp.argmax(h, 1, keepdims=True), jnp.argmin(h, 1, keepdims=True),
+                             jnp.argmax(x, 1, keepdims=True)], axis=1)
+    return jnp.take_along_axis(h, order, axis=1) * 2.0
+'''
+
+
+def test_backward_of_take_along_axis_is_a_scatter_add_along_the_axis(tmp_path):
+    """The transpose of a take_along_axis gather (batching dims on operand and indices) adds
+    each update into its row at the gathered position: torch's scatter_add along that axis."""
+    path = write(tmp_path, "pick.py", TAKE_SRC)
+    e = only_entry(train(path, verify=True))
+    assert e.status == "ok" and e.unsupported == [], e.unsupported
+    sc = [op for op in e.program.ops if op.call and op.call[0] == "scatter"]
+    assert len(sc) == 1 and sc[0].phase == "backward"
+    assert sc[0].call[4] == 1 and sc[0].call[5] == "sum"  # along axis 1, accumulating
+    assert sc[0].line == line_of(path, "jnp.take_along_axis")
+    assert e.verification["status"] == "verified", e.verification["detail"]
+    assert e.verification["gradients"]["status"] == "verified"
+
+
+def test_moe_router_step_has_every_backward_op():
+    e = only_entry(train(CORPUS / "moe_router.py", verify=True))
+    assert e.unsupported == []
+    assert any(op.call and op.call[0] == "scatter" for op in e.program.ops)  # top_k's backward
+    assert e.verification["status"] == "verified", e.verification["detail"]
+    assert e.verification["gradients"]["status"] == "verified"

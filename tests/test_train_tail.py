@@ -213,6 +213,63 @@ def test_train_report_has_phases_that_add_up_to_the_step():
     assert j["mode"] == "train" and j["phases"] == er.phases
 
 
+def _memory_bound_step():
+    p = linear_step()
+    finish_train_program(p, {"W": "dW"}, Config(mode="train"))
+    return p, _costs(p)
+
+
+@pytest.mark.parametrize("l2_bytes", [300, 1000, 10**8])
+def test_warm_l2_prices_the_phases_like_the_step(l2_bytes):
+    """On a ``@warm-l2`` chip each phase's fused time takes its share of the bytes the warm L2
+    serves in the step: the shares add up to the step's, so the memory-bound phases' times
+    add up to the step's fused time exactly as on a cold L2, and no phase is slower warm."""
+    import dataclasses
+
+    from solar_lsp.bounds.sol import fused, warm_l2_bytes
+    cold = _chip()
+    # an L2 smaller than the step's reads (300 B), between reads and all traffic, and larger
+    warm = dataclasses.replace(load_chips(["h100-sxm@warm-l2"])[0], l2_bytes=l2_bytes)
+    p, costs = _memory_bound_step()
+    ph_cold, ph_warm = phase_totals(costs, p, cold), phase_totals(costs, p, warm)
+    reads = sum(r for r, _ in phase_boundary_split(p).values())
+    for ph in ph_cold:
+        assert ph_warm[ph]["bytes_fused"] == ph_cold[ph]["bytes_fused"]
+        assert ph_warm[ph]["t_unfused_s"] == ph_cold[ph]["t_unfused_s"]  # unfused: no warm L2
+        assert ph_warm[ph]["t_fused_s"] <= ph_cold[ph]["t_fused_s"]
+    for chip, phases in ((cold, ph_cold), (warm, ph_warm)):
+        whole = fused(costs, p, chip).t_s
+        total = sum(d["t_fused_s"] for d in phases.values())
+        if l2_bytes < reads:  # every phase and the step bound by their DRAM bytes
+            assert total == pytest.approx(whole, rel=1e-9)
+        assert total >= whole * (1 - 1e-12)
+    h = warm_l2_bytes(p, warm)
+    assert h > 0
+    if l2_bytes < reads:
+        dram = sum(d["t_fused_s"] for d in ph_warm.values()) * warm.dram_bytes_per_s
+        assert dram == pytest.approx(sum(d["bytes_fused"] for d in ph_warm.values()) - h, rel=1e-9)
+    else:  # the warm L2 serves all of it: each phase is its reads at the L2 bandwidth
+        split = phase_boundary_split(p)
+        for ph, d in ph_warm.items():
+            assert d["t_fused_s"] >= split[ph][0] / warm.l2_bytes_per_s * (1 - 1e-12)
+            assert d["t_fused_s"] < ph_cold[ph]["t_fused_s"]
+
+
+def test_warm_l2_chip_in_the_report_prices_phases_below_the_cold_ones():
+    p, _ = _memory_bound_step()
+    reports = {}
+    for hw in ("h100-sxm", "h100-sxm@warm-l2"):
+        er = EntryReport("step", 1, "torch")
+        cfg = Config(verify=False, mode="train", hw=[hw])
+        bound_and_verify(er, p, load_chips(cfg.hw), cfg, cfg.policy, {}, None)
+        reports[hw] = er
+    cold, warm = reports["h100-sxm"], reports["h100-sxm@warm-l2"]
+    assert warm.totals["t_fused_s"] < cold.totals["t_fused_s"]
+    assert sum(d["t_fused_s"] for d in warm.phases.values()) < \
+        sum(d["t_fused_s"] for d in cold.phases.values())
+    assert sum(d["t_fused_s"] for d in warm.phases.values()) >= warm.totals["t_fused_s"] * (1 - 1e-12)
+
+
 def test_inference_report_is_unchanged_by_the_training_fields():
     """An all-forward program: no phases anywhere, fused bytes = inputs, weights, outputs."""
     p = linear_step(phases=False)

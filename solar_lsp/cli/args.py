@@ -68,7 +68,8 @@ def _file_args(sp: argparse.ArgumentParser) -> None:
 
 
 def mode_args(sp: argparse.ArgumentParser) -> None:
-    """``--mode``, ``--optimizer``, ``--loss``: what is analyzed (docs/training.md)."""
+    """``--mode``, ``--optimizer``, ``--loss``, ``--params``: what is analyzed
+    (docs/training.md)."""
     sp.add_argument("--mode", choices=["inference", "train"], default="inference",
                     help="inference: the entry's forward (default); train: one training step "
                          "(forward, backward of the loss, optimizer update)")
@@ -77,19 +78,38 @@ def mode_args(sp: argparse.ArgumentParser) -> None:
                          "defaults (default adamw; none: forward and backward only)")
     sp.add_argument("--loss", choices=["mean", "sum"], default=None,
                     help="train mode: the scalar reduced from the entry's output (default mean)")
+    sp.add_argument("--params", action="append", default=None, metavar="NAME[,NAME]",
+                    help="train mode, a plain JAX function: the arguments to differentiate "
+                         "(default: its pragma's params=(...), else every floating-point "
+                         "argument after the first)")
 
 
 def mode_config(args, cfg) -> None:
-    """Set ``cfg.mode``, ``cfg.optimizer``, ``cfg.loss`` from the options; ValueError when
-    --optimizer or --loss come without --mode train."""
+    """Set ``cfg.mode``, ``cfg.optimizer``, ``cfg.loss``, ``cfg.params`` from the options;
+    ValueError when --optimizer, --loss or --params come without --mode train, or a --params
+    name is not an identifier."""
     mode = getattr(args, "mode", "inference")
-    given = [f"--{n}" for n in ("optimizer", "loss") if getattr(args, n, None) is not None]
+    given = [f"--{n}" for n in ("optimizer", "loss", "params") if getattr(args, n, None) is not None]
     if mode != "train" and given:
         verb = "apply" if len(given) > 1 else "applies"
         raise ValueError(f"{' and '.join(given)} only {verb} to a training step: add --mode train")
     cfg.mode = mode
     cfg.optimizer = getattr(args, "optimizer", None) or "adamw"
     cfg.loss = getattr(args, "loss", None) or "mean"
+    cfg.params = parse_params(getattr(args, "params", None))
+
+
+def parse_params(values: list[str] | None) -> tuple[str, ...] | None:
+    """``--params`` values (repeated and/or comma-separated) as argument names, in order and
+    without repeats; None when not given; ValueError for one that is not an identifier."""
+    if values is None:
+        return None
+    names = [x.strip() for v in values for x in v.split(",")]
+    bad = [n for n in names if not n.isidentifier()]
+    if bad or not names:
+        raise ValueError(f"--params {','.join(values)!r}: expected argument names, e.g. "
+                         "--params w1,b1")
+    return tuple(dict.fromkeys(names))
 
 
 def _analyze_parser(sub) -> None:

@@ -39,3 +39,6 @@ class Config:
     mode: str = "inference"
     optimizer: str = "adamw"  # "adamw" | "sgd" | "none" (train mode only)
     loss: str = "mean"  # "mean" | "sum": the scalar reduced from the entry's output
+    # train mode, a plain JAX function: the arguments to differentiate (``--params``); None:
+    # the pragma's ``params=(...)``, else every floating-point argument after the first
+    params: tuple[str, ...] | None = None

@@ -87,7 +87,10 @@ def verify_jax(module: types.ModuleType, entry: Entry, path: str, traced: Any, l
     def check(t: Any, lo: Any, mod: types.ModuleType) -> Verification:
         return run(t, lo, config.budget_bytes)
 
-    limits = reduced.Limits.of_budget(config.budget_bytes, REPLAY_POINTS)
+    if config.mode == "train":  # the optimizer has no jaxpr equation; a re-lowering has none
+        ops = [op for op in lowered.program.ops if op.phase != "optimizer"]
+        lowered = dataclasses.replace(lowered, program=dataclasses.replace(lowered.program, ops=ops))
+    limits = reduced.Limits.of_budget(config.budget_bytes, REPLAY_POINTS, streamed=True)  # stream.py
     return verify_entry(module, entry, path, (traced, lowered), config, limits, retrace, check)
 
 
@@ -161,9 +164,17 @@ def _search(module: types.ModuleType, entry: Entry, path: str, program: Program,
         return reduced.search(program, limits, variant, module_retrace, anonymous)
     if not entry.pragma:
         return "the entry has no shape pragma whose sizes could shrink"
+    return _search_pragma(module, entry, path, program, config, limits, attempt, dims)
 
-    def pragma_variant(f: int, floor: int, anon: bool) -> tuple[Any, dict[str, int]] | None:
-        return _pragma_variant(entry, config, dims, f, floor, anon)
+
+def _search_pragma(module: types.ModuleType, entry: Entry, path: str, program: Program,
+                   config: Config, limits: reduced.Limits, attempt: Callable, dims: set[int]
+                   ) -> reduced.Found | str:
+    """Search the reduced sizes of a pragma entry. When shrinking every size breaks the trace
+    (the code ties a size to the pragma's: ``jnp.zeros((B, 128))`` beside ``w=f32[64, 128]``),
+    search again shrinking only the sizes that shrink alone without changing the lowering."""
+    def variant(ds: set[int]) -> Callable:
+        return lambda f, floor, anon: _pragma_variant(entry, config, ds, f, floor, anon)
 
     def pragma_retrace(spec: tuple[str, dict]) -> tuple[Program, Any] | str:
         try:
@@ -171,9 +182,22 @@ def _search(module: types.ModuleType, entry: Entry, path: str, program: Program,
         except (DiscoveryError, SourceError) as exc:
             return f"the reduced pragma does not parse: {exc}"
         return attempt(module, ent)
+
+    def shrinks_alone(d: int) -> bool:
+        made = _pragma_variant(entry, config, {d}, 2, reduced.FLOOR, False)
+        got = None if made is None else pragma_retrace(made[0])
+        return got is not None and not isinstance(got, str) and \
+            reduced.signature(got[0]) == reduced.signature(program)
     # first with the integers of init=(...) shrunk like the shapes, then with them kept
-    return reduced.search(program, limits, pragma_variant, pragma_retrace,
-                          anonymous=bool(re.search(r"(^|,)\s*init\s*=", entry.pragma)))
+    anonymous = bool(re.search(r"(^|,)\s*init\s*=", entry.pragma or ""))
+    found = reduced.search(program, limits, variant(dims), pragma_retrace, anonymous)
+    if not isinstance(found, str) or not found.startswith("at a reduced size"):
+        return found
+    free = {d for d in dims if d > reduced.KEEP and shrinks_alone(d)}
+    if not free or free == {d for d in dims if d > reduced.KEEP}:
+        return found
+    again = reduced.search(program, limits, variant(free), pragma_retrace, anonymous)
+    return again if not isinstance(again, str) else f"{found}; shrinking only {sorted(free)}: {again}"
 
 
 def _pragma_variant(entry: Entry, config: Config, dims: set[int], f: int, floor: int, init: bool

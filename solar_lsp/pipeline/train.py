@@ -16,7 +16,7 @@ from solar_lsp.hardware.chips import Chip
 from solar_lsp.ir.core import Op, Program, loads
 
 __all__ = ["PHASES", "activation_bytes", "finish_train_program", "first_forward_lines",
-           "is_train_program", "phase_totals", "saved_tensors"]
+           "is_train_program", "phase_totals", "saved_tensors", "warm_l2_shares"]
 # attribute :func:`finish_train_program` sets on a program: the report is a training step's
 TRAIN_MARK = "train_step"
 
@@ -93,8 +93,11 @@ def activation_bytes(program: Program) -> int:
 
 def phase_totals(costs: list[OpCost], program: Program, chip: Chip) -> dict[str, dict]:
     """Counts, bytes and the unfused and fused SOL of each phase on ``chip``. A phase's fused
-    bytes are what it reads from and writes to the other phases (docs/training.md)."""
-    fused_bytes = {ph: sum(rw) for ph, rw in phase_boundary_split(program).items()}
+    bytes are what it reads from and writes to the other phases (docs/training.md); its fused
+    memory time is priced like the step's (``sol.memory_seconds``), with its share of the
+    step's warm-L2 bytes on a ``@warm-l2`` chip (:func:`warm_l2_shares`)."""
+    split = phase_boundary_split(program)
+    warm = warm_l2_shares(split, chip)
     out = {}
     for ph in PHASES:
         cs = [c for c in costs if c.op.phase == ph]
@@ -104,13 +107,44 @@ def phase_totals(costs: list[OpCost], program: Program, chip: Chip) -> dict[str,
             total = total + c.counts
             work += c.work
         u = unfused(cs, chip)
-        b = fused_bytes.get(ph, 0)
+        reads, writes = split.get(ph, (0, 0))
         t_comp = max(work.times(chip).values(), default=0.0)
         out[ph] = {"flops": total.flops, "tensor_flops": total.tensor_flops,
                    "vector_flops": total.vector_flops, "transcendentals": total.transcendentals,
-                   "bytes_unfused": u.bytes, "bytes_fused": b, "t_unfused_s": u.t_s,
-                   "t_fused_s": max(t_comp, b / chip.dram_bytes_per_s)}
+                   "bytes_unfused": u.bytes, "bytes_fused": reads + writes, "t_unfused_s": u.t_s,
+                   "t_fused_s": max(t_comp, _memory_seconds(reads, writes, warm.get(ph, 0), chip))}
     return out
+
+
+def warm_l2_shares(split: dict[str, tuple[int, int]], chip: Chip) -> dict[str, int]:
+    """Each phase's part of the bytes a warm L2 serves in the whole step (all 0 unless
+    ``chip.warm_l2``; docs/training.md, "The fusion boundary"). The step is priced as one run
+    that starts with at most ``l2_bytes`` of data in L2 and ends with at most ``l2_bytes`` of
+    outputs not yet written back (``sol.warm_l2_bytes``): the read hits go to the phases in
+    order (the first reads of the step find the L2 its predecessor left), the unwritten
+    writes to the phases in reverse order (the last writes of the step), each phase at most
+    its own reads or writes. The shares add up to the step's warm bytes, so the phases' fused
+    times add up to at least the step's, as they do on a cold L2."""
+    out = dict.fromkeys(split, 0)
+    if not chip.warm_l2:
+        return out
+    for which, order in ((0, list(split)), (1, list(reversed(split)))):
+        left = chip.l2_bytes
+        for ph in order:
+            hit = min(split[ph][which], left)
+            out[ph] += hit
+            left -= hit
+    return out
+
+
+def _memory_seconds(reads: int, writes: int, warm: int, chip: Chip) -> float:
+    """``sol.memory_seconds`` of a phase: its DRAM bytes less the ``warm`` bytes a warm L2
+    serves over the DRAM bandwidth, and on a warm-L2 chip its reads over the L2 bandwidth
+    (every read passes through L2), the larger of the two."""
+    t_dram = max(0, reads + writes - warm) / chip.dram_bytes_per_s
+    if not chip.warm_l2:
+        return t_dram
+    return max(t_dram, reads / chip.l2_bytes_per_s if chip.l2_bytes_per_s else 0.0)
 
 
 def optimizer_verdict(v: dict, program: Program, config) -> None:

@@ -46,6 +46,8 @@ class Entry:
     init_kwargs: tuple = ()  # ((key, value), ...)
     pragma: str | None = None
     pragma_line: int | None = None
+    # the pragma's ``params=(a, b)``: the arguments a training step trains (docs/training.md)
+    params: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -400,8 +402,9 @@ def _pragma_entry(node: _DefNode, frontend: str, segments: list[tuple[str, int |
     """The entry a pragma (or a config entry) declares on ``node``, checked against its
     signature."""
     err_line = pragma_line if pragma_line is not None else node.lineno
+    options: dict = {}
     try:
-        inputs, init_args, init_kwargs = parse_segments(segments, dims)
+        inputs, init_args, init_kwargs = parse_segments(segments, dims, options)
     except PragmaError as e:
         if from_config:
             raise PragmaError(
@@ -416,6 +419,9 @@ def _pragma_entry(node: _DefNode, frontend: str, segments: list[tuple[str, int |
             f"init= is only valid for a class, not function '{node.name}'", err_line
         )
     inputs = _match_signature(node, frontend, inputs, err_line)
+    params = options.get("params")
+    if params is not None:
+        _check_params(node.name, frontend, params, inputs, err_line)
     return Entry(
         name=node.name,
         kind=kind,
@@ -427,7 +433,24 @@ def _pragma_entry(node: _DefNode, frontend: str, segments: list[tuple[str, int |
         init_kwargs=init_kwargs,
         pragma=pragma_text,
         pragma_line=pragma_line,
+        params=params,
     )
+
+
+def _check_params(name: str, frontend: str, params: tuple[str, ...],
+                  inputs: list[TensorSpec], line: int | None) -> None:
+    """``params=(...)`` names tensor arguments of a JAX entry (a Flax module is refused when
+    traced: it trains its own parameters)."""
+    if frontend != "jax":
+        raise PragmaError(f"params= names the trained arguments of a JAX function; '{name}' is "
+                          "PyTorch code, which trains its module's parameters (docs/training.md)",
+                          line)
+    tensors = [s.name for s in inputs if not s.is_scalar]
+    for p in params:
+        if p not in tensors:
+            what = "a scalar argument, not a tensor" if p in {s.name for s in inputs} else \
+                f"not a tensor argument of '{name}' (tensor arguments: {', '.join(tensors) or 'none'})"
+            raise PragmaError(f"params=: '{p}' is {what}", line)
 
 
 def discover_file(path: str | os.PathLike, config: Mapping | None = None) -> list[Entry]:

@@ -7,6 +7,8 @@ A pragma is a comma-separated list of ``name=value`` items. A value is one of
 - a scalar ``int:EXPR``, ``float:EXPR`` or ``bool:True|False``;
 - for the reserved name ``init``: constructor arguments, a Python literal (a tuple or list
   gives positional args, a dict gives keyword args, anything else is one positional arg);
+- for the reserved name ``params`` with a parenthesized or bracketed value: the arguments a
+  JAX function's training step differentiates (``params=(w1, b1)``, docs/training.md);
 - otherwise a dim definition ``B=8`` (an integer expression over earlier dims).
 
 Everything is evaluated from the AST; nothing is ``eval``-ed.
@@ -291,20 +293,29 @@ def _strip_prefix(text: str) -> str:
     return text[m.end() :] if m else text
 
 
-def parse_segments(
-    segments: list[tuple[str, int | None, int | None]],
-    dims: Mapping[str, int] | None = None,
-) -> tuple[list[TensorSpec], tuple, tuple]:
-    """Parse a pragma split over several comments: ``[(text, line, col), ...]``.
-
-    Dims defined in an earlier segment are visible in later ones; errors carry the line of
-    the segment they are in. Returns ``(inputs, init_args, init_kwargs)``.
-    """
+def _dim_env(dims: Mapping[str, int] | None) -> dict[str, int]:
+    """The config's dims, checked to be integers."""
     env: dict[str, int] = {}
     for k, v in (dims or {}).items():
         if isinstance(v, bool) or not isinstance(v, int):
             raise PragmaError(f"dim '{k}' must be an integer, got {v!r}")
         env[k] = v
+    return env
+
+
+def parse_segments(
+    segments: list[tuple[str, int | None, int | None]],
+    dims: Mapping[str, int] | None = None,
+    options: dict | None = None,
+) -> tuple[list[TensorSpec], tuple, tuple]:
+    """Parse a pragma split over several comments: ``[(text, line, col), ...]``.
+
+    Dims defined in an earlier segment are visible in later ones; errors carry the line of
+    the segment they are in. Returns ``(inputs, init_args, init_kwargs)``; the reserved
+    ``params=(a, b)`` item (the trained arguments of a training step, docs/training.md) goes
+    to ``options["params"]`` as a tuple of names when ``options`` is given.
+    """
+    env = _dim_env(dims)
     seen: set[str] = set()
     inputs: list[TensorSpec] = []
     init_args: tuple = ()
@@ -326,6 +337,10 @@ def parse_segments(
                 init_args, init_kwargs = _parse_init(value, env, line, col)
                 continue
 
+            if name == "params" and value[:1] in "([":
+                (options if options is not None else {})["params"] = _parse_names(value, line, col)
+                continue
+
             sm = _SCALAR_RE.match(value)
             if sm:
                 inputs.append(_parse_scalar(name, sm.group(1), sm.group(2), env, line, col))
@@ -337,11 +352,8 @@ def parse_segments(
                 continue
 
             if canonical_dtype(value) is not None and value not in env:
-                raise PragmaError(
-                    f"tensor '{name}' needs a shape, e.g. {value}[8, 16] ({value}[] for 0-d)",
-                    line,
-                    col,
-                )
+                raise PragmaError(f"tensor '{name}' needs a shape, e.g. {value}[8, 16] "
+                                  f"({value}[] for 0-d)", line, col)
             # a dim definition
             node = _parse_expr(value, f"value of '{name}'", line, col)
             env[name] = _int_value(node, env, f"dim '{name}'", line, col)
@@ -386,6 +398,16 @@ def _parse_scalar(name, kind, src, env, line, col) -> TensorSpec:
         env[name] = int(v)  # an int input can size later tensors: n=int:4, x=f32[n]
         return TensorSpec(name, "int", (), int(v))
     return TensorSpec(name, "float", (), float(v))
+
+
+def _parse_names(value: str, line, col) -> tuple[str, ...]:
+    """``params=(w1, b1)`` (or a list, or ``()``): the argument names, in the order given."""
+    node = _parse_expr(value, "params", line, col)
+    elts = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+    if not all(isinstance(e, ast.Name) for e in elts):
+        raise PragmaError(f"params= expects argument names, e.g. params=(w1, b1); got "
+                          f"{value.strip()!r}", line, col)
+    return tuple(dict.fromkeys(e.id for e in elts))
 
 
 def _parse_init(value: str, env, line, col) -> tuple[tuple, tuple]:

@@ -150,7 +150,10 @@ def _scatter(c: JCtx) -> None:
     x, u = c.t(0), c.t(2)
     xs, is_, us = c.shape(x), c.shape(c.t(1)), c.shape(u)
     sd, ins_ = tuple(dn.scatter_dims_to_operand_dims), tuple(dn.inserted_window_dims)
-    if getattr(dn, "operand_batching_dims", ()) or len(sd) != 1 or ins_ != sd or not is_ or is_[-1] != 1:
+    if getattr(dn, "operand_batching_dims", ()) and len(sd) == 1:
+        _scatter_along_axis(c, sd[0])
+        return
+    if len(sd) != 1 or ins_ != sd or not is_ or is_[-1] != 1:
         raise Unsupported(f"scatter form not recognised ({dn})")
     a = sd[0]
     if us != xs[:a] + is_[:-1] + xs[a + 1:]:
@@ -159,6 +162,24 @@ def _scatter(c: JCtx) -> None:
     c.inputs = []
     slots = tuple(2 if d == a else None for d in range(len(xs)))
     c.gather(("index_put", 0, slots, 1, c.prim != "scatter"), [x, u, idx])
+
+
+def _scatter_along_axis(c: JCtx, a: int) -> None:
+    """The form of the transpose of a ``take_along_axis`` gather (the backward of ``top_k``
+    or of ``jnp.take_along_axis``): ``out[..., idx[..., j, ...], ...] += u[..., j, ...]`` along
+    axis ``a``, every other dim a batch dim of operand, indices and updates alike; torch's
+    ``scatter_add`` (``scatter`` for the plain primitive) along ``a``."""
+    dn = c.p["dimension_numbers"]
+    x, u = c.t(0), c.t(2)
+    xs, is_, us = c.shape(x), c.shape(c.t(1)), c.shape(u)
+    others = tuple(d for d in range(len(xs)) if d != a)
+    if tuple(dn.operand_batching_dims) != others or tuple(dn.scatter_indices_batching_dims) != others \
+            or tuple(dn.inserted_window_dims) != (a,) or tuple(dn.update_window_dims) \
+            or len(is_) != len(xs) + 1 or is_[-1] != 1 or us != is_[:-1]:
+        raise Unsupported(f"scatter form not recognised ({dn})")
+    idx = _squeezed_index(c, 1)
+    c.inputs = []
+    c.gather(("scatter", 0, 2, 1, a, None if c.prim == "scatter" else "sum", True, None), [x, u, idx])
 
 
 @lowers("sort")

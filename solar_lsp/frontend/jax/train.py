@@ -10,8 +10,9 @@ lowering and golden run walk it unchanged: a :class:`JaxTrainTraced` *is* a
 
 Which arguments are trained: a Flax ``linen`` module's ``variables["params"]`` leaves, an
 ``nnx`` module's ``nnx.Param`` variables (batch statistics and other collections are read,
-never differentiated); for a plain function, every floating-point argument after the first
-(the first is the data). Inputs never get a gradient.
+never differentiated); for a plain function, the arguments ``--params`` or the pragma's
+``params=(...)`` name, else every floating-point argument after the first (the first is the
+data). Inputs never get a gradient.
 
 Phases: JAX tags the transposed (backward) equations' name stack ``transpose(jvp(...))`` and
 keeps the traceback of the forward primitive they differentiate, so a backward op gets its
@@ -64,13 +65,17 @@ def _inexact(aval: Any) -> bool:
         return False
 
 
-def _order(built: Any) -> tuple[list[int], int, list[int]]:
+def _order(built: Any, chosen: list[int] | None = None) -> tuple[list[int], int, list[int]]:
     """The step's argument order as indices into the entry's flat arguments, how many of
-    them are parameters, and which (positions in the new order) are trained."""
+    them are parameters, and which (positions in the new order) are trained. ``chosen``:
+    the arguments a plain function trains (by default every floating-point one after the
+    first)."""
     n, args = built.n_params, built.abstract
     leaves = list(range(n))
     if n:
         plain: list[int] = []
+    elif chosen is not None:
+        plain = sorted(chosen)
     else:  # a plain function: every floating-point argument after the first
         plain = [i for i in range(1, len(args)) if _inexact(args[i])]
     rest = [i for i in range(n, len(args)) if i not in plain]
@@ -78,6 +83,31 @@ def _order(built: Any) -> tuple[list[int], int, list[int]]:
     trained = [k for k, i in enumerate(order[:n + len(plain)])
                if (i >= n or built.trainable[i]) and _inexact(args[i])]
     return order, n + len(plain), trained
+
+
+def chosen_params(built: Any, entry: Entry, params: tuple[str, ...] | None,
+                  where: str) -> list[int] | None:
+    """The argument indices ``params`` names (``where``: ``--params`` or ``params=``, for the
+    error), or None for the default; EntryError for a Flax module, or a name that is not a
+    floating-point tensor argument."""
+    if params is None:
+        return None
+    if built.n_params:
+        raise EntryError("trace", f"{where} names the trained arguments of a plain function; "
+                         f"{entry.name} is a Flax module, which trains its parameters "
+                         "(docs/training.md, \"JAX\")")
+    names = list(built.input_names)
+    out = []
+    for p in params:
+        if p not in names:
+            raise EntryError("trace", f"{where}: {p!r} is not a tensor argument of {entry.name} "
+                             f"(tensor arguments: {', '.join(names) or 'none'})")
+        i = names.index(p)
+        if not _inexact(built.abstract[i]):
+            raise EntryError("trace", f"{where}: {p!r} is a {built.abstract[i].dtype} tensor, "
+                             "which has no gradient: only floating-point arguments can be trained")
+        out.append(i)
+    return out
 
 
 def _reduce(outs: list[Any], loss: str) -> Any:
@@ -111,14 +141,20 @@ def step_function(fn: Callable, order: list[int], trained: list[int], loss: str)
     return step
 
 
-def trace_train(module: types.ModuleType, entry: Entry, path: str, loss: str = "mean") -> JaxTrainTraced:
-    """``make_jaxpr`` of the entry's training step on ShapeDtypeStructs (nothing allocated)."""
+def trace_train(module: types.ModuleType, entry: Entry, path: str, loss: str = "mean",
+                params: tuple[str, ...] | None = None) -> JaxTrainTraced:
+    """``make_jaxpr`` of the entry's training step on ShapeDtypeStructs (nothing allocated).
+    ``params`` (``--params``) names the arguments a plain function trains, in place of its
+    pragma's ``params=`` and of the default (every floating-point argument after the first)."""
     import jax
     if loss not in LOSSES:
         raise EntryError("trace", f"unknown loss {loss!r} (expected one of {', '.join(LOSSES)})")
     path = os.path.realpath(path)
     built = build(module, entry, path)
-    order, n_params, trained = _order(built)
+    own = getattr(entry, "params", None)
+    chosen = chosen_params(built, entry, params if params is not None else own,
+                           "--params" if params is not None else "params=")
+    order, n_params, trained = _order(built, chosen)
     step = step_function(built.fn, order, trained, loss)
     abstract = [built.abstract[i] for i in order]
     try:

@@ -1,8 +1,10 @@
 """A Python loop over time steps, unrolled by the tracer, emitted once with ``repeat`` = T
-(frontend/loops.py) against the unrolled form; its verification by replaying the body
-(verify/parts.py ``check_loop``)."""
+(frontend/loops.py) against the unrolled form; its verification step by step on each step's
+framework values (verify/parts.py ``for_check``)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from conftest import only_entry, write
@@ -11,10 +13,11 @@ from solar_lsp.frontend import loops
 from solar_lsp.frontend.torch import trace as torch_trace
 from solar_lsp.frontend.torch.lower import lower
 from solar_lsp.frontend.torch.trace import load_module
+from solar_lsp.ir.core import Call, Load, Op
 from solar_lsp.pipeline.analyze import Config, analyze_file
 from solar_lsp.source.discover import discover_file
 from solar_lsp.verify import parts
-from solar_lsp.verify.check_torch import golden_run
+from solar_lsp.verify.check_torch import checked_run
 
 T = 6
 RNN = """
@@ -162,8 +165,8 @@ def test_steps_that_differ_stay_unrolled(tmp_path, src):
 
 
 def test_loop_form_verifies_against_torch(tmp_path, monkeypatch):
-    """The entry verifies with the loop form; with a replay one step short it is a mismatch
-    naming the loop's line."""
+    """The entry verifies with the loop form; with one step too few laid out for the check it
+    is a mismatch naming a line of the loop."""
     path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
     e = analyze(path, True, verify=True)
     assert e.verification["status"] == "verified", e.verification
@@ -171,26 +174,88 @@ def test_loop_form_verifies_against_torch(tmp_path, monkeypatch):
     assert counts["status"] == "checked", counts
     unrolled = analyze(path, False, verify=True).verification["counts"]["tensor_flops"]
     assert counts["tensor_flops"]["framework"] == unrolled["framework"] == counts["tensor_flops"]["ir"] > 0
-    monkeypatch.setattr(parts, "replay_trips", lambda trips: trips - 1)
+    monkeypatch.setattr(parts, "checked_steps", lambda trips: trips - 1)
     bad = analyze(path, True, verify=True)
     assert bad.verification["status"] == "mismatch", bad.verification
-    assert "(line 15)" in bad.verification["detail"], bad.verification
+    assert any(f"(line {ln})" in bad.verification["detail"] for ln in (15, 16, 17)), bad.verification
 
 
-def test_replay_of_one_step_too_few_is_a_mismatch(tmp_path, monkeypatch):
-    """A replay that stops one step early leaves the last step's values and the stack's last
-    slice wrong: the check must say so."""
-    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
+def step_checks(path: str, plant=None) -> list:
+    """Every op's check on the loop laid out step by step (``plant``: edits that program)."""
     module, traced, low = lowered(path)
-    p = low.program
-    golden = golden_run(traced, low, module, 0)
-    [owner] = [op for op in p.ops if op.call and op.call[0] == "loop"]
-    body = parts.parts_by_owner(p)[owner.id]
-    ok = parts.check_with_parts(p, owner, body, golden)
-    assert (ok.status, ok.detail) == ("verified", f"{T} loop steps replayed")
-    monkeypatch.setattr(parts, "replay_trips", lambda trips: trips - 1)
-    bad = parts.check_with_parts(p, owner, body, golden)
-    assert bad.status == "mismatch", bad.detail
+    low = parts.for_check(low)
+    if plant is not None:
+        plant(low.program)
+    ops = [op for op in low.program.ops if parts.part_of(op) is None]
+    return checked_run(traced, low, module, ops, 0, 64)
+
+
+def test_every_step_is_checked_on_its_own_values(tmp_path):
+    """Each of the T steps' ops is checked against torch's values of that step, and the stack
+    of the steps' outputs as a whole; the middle steps at sampled points."""
+    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
+    checks = step_checks(path)
+    assert all(c.status == "verified" for c in checks), [(c.op, c.detail) for c in checks if c.status != "verified"]
+    tanh = sorted(c.op for c in checks if c.op.startswith("tanh@"))
+    assert tanh == [f"tanh@{t}/{T}" for t in range(T)]
+    assert any(c.op.endswith("@stack") for c in checks)
+    sampled = {t: parts.full_check_of(Op(f"x@{t}/{T}", "", None, [], [])) for t in range(T)}
+    assert sampled[0] == sampled[T - 1] > sampled[1] == sampled[T - 2]
+
+
+def test_every_step_checks_where_it_reads(tmp_path):
+    """Of a long loop, every step's ``x[t]`` and every op reading the hidden state are checked,
+    the step's other ops at the first, the last and STEP_SAMPLE middle steps; the scaled
+    pass's layout has the first and last steps only."""
+    n = 12
+    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(n)))
+    low = lowered(path)[2]
+    steps = lambda prefix, lw: sorted(int(op.id.split("@")[1].split("/")[0])  # noqa: E731
+                                      for op in lw.program.ops if op.id.startswith(prefix + "@"))
+    full = parts.for_check(low)
+    assert steps("select", full) == steps("cat", full) == list(range(n))
+    sampled = steps("tanh", full)
+    assert sampled[0] == 0 and sampled[-1] == n - 1 and len(sampled) == parts.STEP_SAMPLE + 2
+    ends = parts.for_check(low, middle=False)
+    assert steps("select", ends) == steps("tanh", ends) == [0, n - 1]
+
+
+def test_a_step_too_few_is_a_mismatch(tmp_path, monkeypatch):
+    """A layout that stops one step early leaves the last step reading the wrong carry and
+    index, and the stack's last slice unwritten: the check must say so."""
+    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
+    monkeypatch.setattr(parts, "checked_steps", lambda trips: trips - 1)
+    bad = [c for c in step_checks(path) if c.status == "mismatch"]
+    assert any(c.op.endswith("@stack") and "never written" in c.detail for c in bad), bad
+    assert any(c.op.startswith("cat@") for c in bad), bad  # reads the step before's hidden state
+
+
+@pytest.mark.parametrize("what", ["carry", "index"])
+def test_a_wrong_middle_step_is_a_mismatch(tmp_path, what):
+    """A step in the middle of the loop that reads the hidden state of two steps back, or
+    ``x`` at the wrong time step, is a mismatch naming that step (its sampled points catch it)."""
+    path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
+    t = T // 2
+
+    def plant(p):
+        [op] = [op for op in p.ops if op.id == (f"cat@{t}/{T}" if what == "carry" else f"select@{t}/{T}")]
+        if what == "carry":
+            op.inputs = [x.replace(f"@{t - 1}", f"@{t - 2}") for x in op.inputs]
+            op.kernels = [dataclasses.replace(k, expr=_swap_loads(k.expr, f"@{t - 1}", f"@{t - 2}"))
+                          for k in op.kernels]
+        else:
+            op.call = op.call[:2] + (op.call[2] + 1,)
+
+    bad = [c for c in step_checks(path, plant) if c.status == "mismatch"]
+    assert [c.op for c in bad] == [f"cat@{t}/{T}" if what == "carry" else f"select@{t}/{T}"], bad
+
+
+def _swap_loads(e, old: str, new: str):
+    if isinstance(e, Load):
+        return Load(e.tensor.replace(old, new), e.index)
+    if isinstance(e, Call):
+        return Call(e.fn, tuple(_swap_loads(x, old, new) for x in e.args))
+    return e
 
 
 def test_a_branch_of_period_two_repeats_pairs_of_steps(tmp_path):

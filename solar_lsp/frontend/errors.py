@@ -41,6 +41,9 @@ class Lowered:
     program: Program
     unsupported: list[UnsupportedOp] = field(default_factory=list)
     node_of_tensor: dict[str, str] = field(default_factory=dict)  # tensor -> framework node name
+    # a repeated loop's owner op id -> for each step but the last, (body tensor, that step's
+    # framework node) pairs (frontend/loops.py; the verifier checks every step on its own)
+    loop_steps: dict[str, tuple] = field(default_factory=dict)
 
 
 def user_line(exc: BaseException, path: str) -> int | None:

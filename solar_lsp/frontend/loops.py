@@ -16,9 +16,9 @@ kernels per step, each group shifted by the same offset) becomes a per-step copy
 Anything else leaves the loop unrolled: a wrong count is never traded for speed.
 
 The loop keeps one *owner* op (``kind="view"``, no outputs, ``call = ("loop", T, body ids,
-carries, slices, stacks, compared)``) that costs nothing and tells the verifier how to replay
-the body T times (verify/parts.py). ``REROLL = False`` keeps the unrolled form (tests compare
-both).
+carries, slices, stacks, compared)``) that costs nothing and tells the verifier how to check
+the body's T steps (verify/parts.py; each step's framework nodes are kept in
+``Lowered.loop_steps``). ``REROLL = False`` keeps the unrolled form (tests compare both).
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def _rewrite(lowered: Lowered, run: _Run, tag: str) -> int | None:
     if readers and stack is None:
         return None
     last = run.loc[-1]
-    _drop_blocks(lowered, run)
+    steps = _drop_blocks(lowered, run)
     ren = lambda t: last.get(t, t)  # noqa: E731  the last block's values, under block 0's names
     for op in rest:
         op.inputs = [ren(t) for t in op.inputs]
@@ -269,15 +269,19 @@ def _rewrite(lowered: Lowered, run: _Run, tag: str) -> int | None:
     if stack:
         after = [stack[1] if op is readers[0] else op for op in rest]
     owner = _owner(lowered, run, new_body, stack, tag)
+    lowered.loop_steps[owner.id] = steps
     at = after.index(stack[1]) + 1 if stack else 0
     p.ops = p.ops[:run.start] + new_body + after[:at] + [owner] + after[at:]
     return run.start + len(new_body)
 
 
-def _drop_blocks(lowered: Lowered, run: _Run) -> None:
+def _drop_blocks(lowered: Lowered, run: _Run) -> tuple:
     """Forget the tensors of blocks 1..T-1; block 0's names take the last block's framework
-    nodes (their golden values are the last step's, what the replay ends with)."""
+    nodes (their golden values are the last step's). Returns, for each step but the last,
+    (block 0's name, that step's framework node) of its tensors: the verifier checks every
+    step against the framework's values of that step (verify/parts.py)."""
     p, nodes = lowered.program, lowered.node_of_tensor
+    steps = tuple(tuple((y, nodes[x]) for x, y in loc.items() if x in nodes) for loc in run.loc[:-1])
     for x, y in run.loc[-1].items():
         if x in nodes:
             nodes[y] = nodes[x]
@@ -287,6 +291,7 @@ def _drop_blocks(lowered: Lowered, run: _Run) -> None:
         for x in loc:
             for d in (p.tensors, p.views, p.unique, nodes):
                 d.pop(x, None)
+    return steps
 
 
 def _owner(lowered: Lowered, run: _Run, body: list[Op], stack: tuple | None, tag: str) -> Op:

@@ -56,11 +56,14 @@ def _arrays(p: Program, op: Op, golden: dict[str, Any]) -> dict[str, np.ndarray]
 
 
 def check_op(p: Program, op: Op, golden: dict[str, Any], rng: np.random.Generator,
-             samples: int, narrow: bool = False, scaled: bool = False) -> OpCheck:
+             samples: int, narrow: bool = False, scaled: bool = False,
+             full_check: float = FULL_CHECK) -> OpCheck:
     """Run ``op``'s IR on its golden inputs and compare with its golden outputs (``narrow``:
     the framework may round each step of an elementwise op to its dtype, ``unit_roundoff``;
     ``scaled``: the golden run's inputs were scaled, and a buffer of the op past its dtype's
-    range where the framework's outputs are finite is a mismatch, ``_buffers_overflow``)."""
+    range where the framework's outputs are finite is a mismatch, ``_buffers_overflow``;
+    ``full_check``: loop points under which the last kernel is compared in full, not at
+    sampled points)."""
     if op.kind == "alloc":
         return OpCheck(op.id, op.line, "verified", "allocation")
     arrays = _arrays(p, op, golden)
@@ -72,7 +75,7 @@ def check_op(p: Program, op: Op, golden: dict[str, Any], rng: np.random.Generato
         return _check_random(p, op, golden)
     unit = unit_roundoff(p, op, narrow)
     num = (unit, unit_range(unit), _slack(p, op))
-    res = _check_kernels(p, op, golden, arrays, rng, samples, num)
+    res = _check_kernels(p, op, golden, arrays, rng, samples, num, full_check)
     if res.status != "verified":
         return res
     return (scaled and _buffers_overflow(p, op, golden, arrays, num)) or _overflow(p, op, golden, num) or res
@@ -196,7 +199,8 @@ def _check_call(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str, np
 
 
 def _check_kernels(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str, np.ndarray],
-                   rng: np.random.Generator, samples: int, num: tuple) -> OpCheck:
+                   rng: np.random.Generator, samples: int, num: tuple,
+                   full_check: float = FULL_CHECK) -> OpCheck:
     """A compute op: every output element must be written; every kernel but the last runs in
     full; the last in full too when cheap, else at sampled points when each point's value is
     final. Each value is judged within its own rounding-error bound (``core.bound``)."""
@@ -215,7 +219,7 @@ def _check_kernels(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str,
     errors: dict[str, np.ndarray] = {}
     pts = None
     try:
-        if _sampled(last) and _fills_only(p, prefix, last):  # not the whole output: the points
+        if _sampled(last, full_check) and _fills_only(p, prefix, last):  # not the whole output: the points
             pts = sample_points(last, tuple(np.shape(golden[last.out.tensor])), samples, rng)
             _sample_prefix(prefix, last, pts, arrays, errors, num)
         for k in prefix if pts is None else ():
@@ -226,7 +230,7 @@ def _check_kernels(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str,
             if t != last.out.tensor:
                 worst = keep_worst(worst, _compare_whole(p, t, arrays, errors, golden, unit))
         if last.out.tensor in op.outputs:
-            res = _check_last(p, op, last, golden, arrays, errors, num, rng, samples, pts)
+            res = _check_last(p, op, last, golden, arrays, errors, num, rng, samples, pts, full_check)
             if isinstance(res, OpCheck):
                 return res
             worst = keep_worst(worst, res)
@@ -239,9 +243,9 @@ def _check_kernels(p: Program, op: Op, golden: dict[str, Any], arrays: dict[str,
     return OpCheck(op.id, op.line, "verified", ratio=worst["ratio"] if worst else None)
 
 
-def _sampled(k: Kernel) -> bool:
+def _sampled(k: Kernel, full_check: float = FULL_CHECK) -> bool:
     """The last kernel is checked at sampled points (``_check_last``)."""
-    return injective(k) and k.points > FULL_CHECK
+    return injective(k) and k.points > full_check
 
 
 def sampled_last(p: Program, op: Op) -> bool:
@@ -307,11 +311,11 @@ def _compare_whole(p: Program, t: str, arrays: dict[str, np.ndarray], errors: di
 
 def _check_last(p: Program, op: Op, last: Kernel, golden: dict[str, Any], arrays: dict[str, np.ndarray],
                 errors: dict[str, np.ndarray], num: tuple, rng: np.random.Generator,
-                samples: int, pts: np.ndarray | None = None) -> dict | OpCheck:
+                samples: int, pts: np.ndarray | None = None, full_check: float = FULL_CHECK) -> dict | OpCheck:
     """The comparison of the last kernel's output (in full when cheap or when its points are
     not final; at ``pts`` when given), or ``unverified`` when it is too large."""
     t = last.out.tensor
-    if _sampled(last):
+    if _sampled(last, full_check):
         pts = sample_points(last, tuple(np.shape(golden[t])), samples, rng) if pts is None else pts
         vals, _, errs = execute.sample_kernel_err(last, arrays, errors, pts, *num)
         pos = execute.out_positions(last, pts)

@@ -9,18 +9,26 @@ with the framework's. A loop body reads and writes its sequence tensors at the f
 time ``t0``: before step ``t`` the rows ``t0`` and ``t`` of those tensors (and of their error
 bounds) trade places, and trade back after. Its carries start from the initial states and, for
 an LSTM or plain RNN, take the step's output row after each step.
+
+A repeated Python loop (frontend/loops.py) is not replayed: ``for_check`` lays it out again
+for the verifier, one copy of the body per step on that step's framework values, and each
+step's ops are checked on their own like any op (docs/sol-model.md, "Repeated Python loops").
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any
 
 import numpy as np
 
 from solar_lsp.bounds import sol
+from solar_lsp.frontend.errors import Lowered
 from solar_lsp.ir import execute
-from solar_lsp.ir.core import Op, Program
+from solar_lsp.ir.core import Call, Expr, Kernel, Load, Op, Program
 from solar_lsp.verify.core import (
+    FULL_CHECK,
     FULL_RUN_LIMIT,
     OpCheck,
     as_float64,
@@ -32,11 +40,27 @@ from solar_lsp.verify.core import (
     unit_roundoff,
 )
 
+# A repeated loop's steps other than its first and last are checked at sampled points (the
+# first and last indices of every output dimension and random ones, verify/op_check.py
+# ``sample_points``) from this many loop points of the last kernel (any op: FULL_CHECK); the
+# first and last steps as any op is. Under it a full run costs less than the sampling's own
+# bookkeeping (a few ms a check; measured on KernelBench L3 34_VanillaRNNHidden).
+STEP_FULL_CHECK = 1e6
+# Every step's kernels are the body's: what differs from step to step is where a step reads
+# (its stepped views' index, the carries the step before made) and where the stack puts its
+# output. Every step's stepped views and the ops reading a carry are checked; the other ops
+# at the first and last steps and at STEP_SAMPLE middle steps spread over the loop. The
+# second pass at scaled inputs checks the first and last steps and the stack.
+STEP_SAMPLE = 4
+LOOP_DETAIL = (f"repeated loops: each step's stepped views and carry reads checked, its other ops "
+               f"at the first, last and {STEP_SAMPLE} middle steps; at scaled inputs the first and last steps")
+_STEP_ID = re.compile(r"@(\d+)/(\d+)$")
+
 
 def part_of(op: Op) -> str | None:
     """What ``op`` is checked as part of: a recurrent layer's owner op (bounds/sol.py
     ``part_of``), or ``"loop"`` for an op of a repeated Python loop's body or its
-    ``loop_stack`` step (frontend/loops.py), which the loop's owner op replays; None for an op
+    ``loop_stack`` step (frontend/loops.py), checked step by step (``for_check``); None for an op
     checked on its own."""
     owner = sol.part_of(op)
     if owner is not None:
@@ -60,7 +84,7 @@ def parts_by_owner(p: Program) -> dict[str, list[Op]]:
 def framework_counts(p: Program, flops: Any, ops: list[Op]) -> Any:
     """The framework's tensor-FLOP count (``flops.framework``, verify/counts_torch.py) of each
     checked op in ``ops`` and of each op of a repeated loop's body: the first step's node's
-    count times the trips (every step runs the same op on the same shapes; the replay checks
+    count times the trips (every step runs the same op on the same shapes; ``for_check`` checks
     that the body runs ``repeat`` times)."""
     body = {op.id: op.repeat for op in p.ops if part_of(op) == "loop" and op.repeat > 1}
     fw = flops.framework({op.id for op in ops} | set(body))
@@ -155,80 +179,159 @@ def _swap(arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray], name: st
 
 
 def check_loop(p: Program, owner: Op, body: list[Op], golden: dict[str, Any]) -> OpCheck:
-    """Replay a repeated loop (frontend/loops.py) from the golden values of what it reads from
-    outside, T times, and compare what it computed with the framework's last step (the
-    body's tensors) and its stacked outputs."""
-    _, trips, _, carries, slices, stacks, compared = owner.call
-    if any(t not in golden for t in owner.inputs):
-        return OpCheck(owner.id, owner.line, "unverified", "golden values missing for this loop")
-    cost = trips * sum(k.points for q in body for k in q.kernels)
-    if cost > FULL_RUN_LIMIT:
-        return OpCheck(owner.id, owner.line, "unverified",
-                       f"replaying {cost:.2g} loop points on the CPU is over the verification limit")
-    unit = max((unit_roundoff(p, q) for q in body if q.kind == "compute"), default=unit_roundoff(p, owner))
-    num = (unit, unit_range(unit))
-    arrays = {t: as_float64(golden[t]) for t in owner.inputs if t not in compared}
-    errors: dict[str, np.ndarray] = {}
-    for _, stacked, *_ in stacks:
-        arrays[stacked] = np.zeros(p.tensors[stacked].shape)
-    try:
-        for t in range(replay_trips(trips)):
-            _loop_trip(p, body, t, dict(slices), arrays, errors, num)
-            _after_trip(t, carries, stacks, arrays, errors)
-    except Exception as exc:
-        return OpCheck(owner.id, owner.line, "unverified",
-                       f"executing the IR failed: {type(exc).__name__}: {exc}")
-    worst = None
-    for t in compared:
-        got, ref = arrays.get(t), as_float64(golden[t])
-        if got is None or got.shape != ref.shape:
-            return OpCheck(owner.id, owner.line, "mismatch", f"{t}: no value of its shape after the replay")
-        err = errors.get(t, np.zeros(got.shape))
-        worst = keep_worst(worst, compare_bounded(t, tuple(got.shape), got, ref, err, out_dtype(p, t), unit))
-    if worst is not None and worst["bad"]:
-        return mismatch(owner, worst)
-    return OpCheck(owner.id, owner.line, "verified", f"{trips} loop steps replayed",
-                   ratio=worst["ratio"] if worst else None)
+    """A repeated loop's owner op met on its own: its steps are checked one by one on the
+    golden run of ``for_check``'s program, never here (no per-step values in ``golden``)."""
+    return OpCheck(owner.id, owner.line, "unverified",
+                   "a repeated loop's steps are checked one by one (verify/parts.py for_check)")
 
 
-def replay_trips(trips: int) -> int:
-    """How many trips the replay runs (all of them; tests plant a bug here)."""
+def checked_steps(trips: int) -> int:
+    """How many steps of a loop of ``trips`` steps ``for_check`` lays out (all of them; tests
+    plant a bug here)."""
     return trips
 
 
-def _loop_trip(p: Program, body: list[Op], t: int, slices: dict[str, int],
-               arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray], num: tuple) -> None:
-    """One trip of the body: views and gathers by numpy (a stepped view at trip ``t``'s
-    index), kernels by numba with their error bounds."""
-    for q in body:
-        if q.kind == "compute":
-            for k in q.kernels:
-                arrays.setdefault(k.out.tensor, np.zeros(p.tensors[k.out.tensor].shape))
-                execute.run_kernel_err(k, arrays, errors, *num)
-            continue
-        call = q.call
-        if q.outputs[0] in slices:
-            step = slices[q.outputs[0]] * t
-            call = call[:2] + ((call[2] + step,) if call[0] == "select" else (call[2] + step, call[3] + step) + call[4:])
-        got = execute.apply_call(call, [arrays[i] for i in q.inputs])
-        for o, v in zip(q.outputs, got if isinstance(got, tuple) else (got,)):
-            arrays[o] = np.asarray(v, dtype=np.float64)
-        if q.kind == "view" and q.inputs[0] in errors:
-            errors[q.outputs[0]] = np.asarray(execute.apply_call(call, [errors[q.inputs[0]]] + [
-                arrays[i] for i in q.inputs[1:]]), dtype=np.float64)
+def full_check_of(op: Op) -> float:
+    """Loop points under which ``op``'s last kernel is compared in full (verify/op_check.py):
+    ``STEP_FULL_CHECK`` for a step of a repeated loop other than its first and last."""
+    m = _STEP_ID.search(op.id)
+    if m is not None and 0 < int(m.group(1)) < int(m.group(2)) - 1:
+        return STEP_FULL_CHECK
+    return FULL_CHECK
 
 
-def _after_trip(t: int, carries: tuple, stacks: tuple, arrays: dict[str, np.ndarray],
-                errors: dict[str, np.ndarray]) -> None:
-    """Trip ``t``'s slice of each stacked output; each carry takes the value the trip made."""
+def for_check(lowered: Lowered, middle: bool = True) -> Lowered:
+    """``lowered`` for verification: each repeated loop (frontend/loops.py) laid out as its T
+    steps, every step a copy of the body on that step's framework values (``Lowered.loop_steps``;
+    op ids ``op@t/T``, tensors ``tensor@t``, the last step keeping the body's names), reading
+    what the step before made for the carries and its stepped views at its own index; the
+    stack of the steps' outputs one op copying each step's piece into its slice. Each step's
+    ops are then checked on their own against the framework's inputs of that step, as the
+    streamed golden run produces them (verify/check_torch.py); of the middle steps, those
+    ``STEP_SAMPLE`` says (none when not ``middle``)."""
+    if not lowered.loop_steps:
+        return lowered
+    p = lowered.program
+    by_id = {op.id: op for op in p.ops}
+    q = dataclasses.replace(p, tensors=dict(p.tensors), views=dict(p.views), unique=dict(p.unique))
+    nodes = dict(lowered.node_of_tensor)
+    owners = [op for op in p.ops if op.id in lowered.loop_steps]
+    inner = {i for op in owners for i in op.call[2]}
+    stacked = {s[1] for op in owners for s in op.call[5]}
+    ops: list[Op] = []
+    for op in p.ops:
+        if op in owners:
+            body = [by_id[i] for i in op.call[2]]
+            ops += _steps(p, q, op, body, lowered.loop_steps[op.id], nodes, middle)
+        elif op.id not in inner and not (op.call and op.call[0] == "loop_stack" and op.outputs[0] in stacked):
+            ops.append(op)
+    q.ops = ops
+    return Lowered(q, lowered.unsupported, nodes)
+
+
+class StepInputs:
+    """Float64 copies of the tensors a repeated loop's steps read from outside the loop
+    (parameters, the entry's inputs: no op writes them), converted once for all the steps
+    rather than once a step; each is let go with its golden value (``free``)."""
+
+    def __init__(self, p: Program) -> None:
+        made = {t for op in p.ops for t in op.outputs + [k.out.tensor for k in op.kernels]}
+        self.fixed = {t for t in p.tensors if t not in made and t not in p.views}
+        self.cache: dict[str, np.ndarray] = {}
+
+    def golden(self, op: Op, golden: dict[str, Any]) -> dict[str, Any]:
+        """``golden`` with the fixed tensors ``op`` reads as their float64 copies, when ``op``
+        is a step of a loop (else ``golden`` itself)."""
+        shared = [t for t in op.inputs if t in self.fixed and t in golden]
+        if not shared or _STEP_ID.search(op.id) is None:
+            return golden
+        out = dict(golden)
+        for t in shared:
+            if t not in self.cache:
+                self.cache[t] = as_float64(golden[t])
+            out[t] = self.cache[t]
+        return out
+
+    def free(self, t: str) -> None:
+        """Let ``t``'s copy go (its golden value is let go)."""
+        self.cache.pop(t, None)
+
+
+def _steps(p: Program, q: Program, owner: Op, body: list[Op], steps: tuple,
+           nodes: dict[str, str], middle: bool) -> list[Op]:
+    """The ops of every step of one loop and of its stacks (names and nodes of the steps
+    added to ``q`` and ``nodes``)."""
+    _, trips, _, carries, slices, stacks, _ = owner.call
+    n = checked_steps(trips)
+    produced = [t for op in body for t in op.outputs + [k.out.tensor for k in op.kernels] if t in nodes]
+    pieces = {s[0]: [] for s in stacks}
+    out: list[Op] = []
+    prev: dict[str, str] = {}
+    whole = {0, n - 1} | {round(i * (n - 1) / (STEP_SAMPLE + 1)) for i in range(1, STEP_SAMPLE + 1)}
+    inits = {init for init, _ in carries}
+    for t in range(n):
+        ren = {} if t == n - 1 else {y: f"{y}@{t}" for y in produced}
+        at = dict(steps[t]) if t < n - 1 else {}
+        for y, a in ren.items():
+            q.tensors[a] = p.tensors[y]
+            nodes.pop(a, None)
+            if y in at:
+                nodes[a] = at[y]
+            if y in p.unique:
+                q.unique[a] = p.unique[y]
+        if t > 0:
+            ren.update({init: prev.get(nxt, nxt) for init, nxt in carries})
+        for op in body:
+            if op.outputs and op.outputs[0] in pieces:
+                pieces[op.outputs[0]].append((op, ren.get(op.inputs[0], op.inputs[0])))
+                continue
+            wiring = op.outputs and op.outputs[0] in dict(slices) or inits & set(op.inputs)
+            if t in (0, n - 1) or (middle and (t in whole or wiring)):
+                out.append(_step_op(q, op, ren, slices, t, trips))
+        prev = ren
     for piece, stacked, dim, width in stacks:
-        idx = [slice(None)] * arrays[stacked].ndim
-        idx[dim] = slice(t * width, (t + 1) * width)
-        arrays[stacked][tuple(idx)] = arrays[piece]
-        if piece in errors:
-            errors.setdefault(stacked, np.zeros(arrays[stacked].shape))[tuple(idx)] = errors[piece]
-    new = {init: nxt for init, nxt in carries}
-    vals = {init: arrays[nxt].copy() for init, nxt in new.items()}
-    errs = {init: errors[nxt].copy() for init, nxt in new.items() if nxt in errors}
-    arrays.update(vals)
-    errors.update(errs)
+        out.append(_stack_op(piece, stacked, dim, width, pieces[piece]))
+    return out
+
+
+def _step_op(q: Program, op: Op, ren: dict[str, str], slices: dict, t: int, trips: int) -> Op:
+    """Step ``t``'s copy of body op ``op``: its names renamed, a stepped view's index moved."""
+    r = lambda x: ren.get(x, x)  # noqa: E731
+    call = op.call
+    if op.outputs and op.outputs[0] in dict(slices):
+        step = dict(slices)[op.outputs[0]] * t
+        call = call[:2] + ((call[2] + step,) if call[0] == "select" else (call[2] + step, call[3] + step) + call[4:])
+    for o in op.outputs:
+        if o in q.views:
+            q.views[r(o)] = r(q.views[o])
+    return dataclasses.replace(op, id=f"{op.id}@{t}/{trips}", inputs=[r(x) for x in op.inputs],
+                               outputs=[r(x) for x in op.outputs], call=call, repeat=1,
+                               kernels=[_renamed(k, r) for k in op.kernels])
+
+
+def _stack_op(piece: str, whole: str, dim: int, width: int, steps: list[tuple[Op, str]]) -> Op:
+    """The stack of the steps' outputs: step ``t``'s copy kernels write ``whole``'s slice
+    ``t`` along ``dim`` from that step's tensor."""
+    op = steps[0][0]
+    kernels = []
+    for t, (_, src) in enumerate(steps):
+        to = {op.inputs[0]: src}
+        for k in op.kernels:
+            idx = list(k.out.index)
+            idx[dim] = dataclasses.replace(idx[dim], const=idx[dim].const + t * width)
+            kernels.append(dataclasses.replace(_renamed(k, lambda x, to=to: to.get(x, x)),
+                                               name=f"{k.name}_{t}", out=Load(whole, tuple(idx))))
+    return dataclasses.replace(op, id=f"{op.id}@stack", inputs=[s for _, s in steps], outputs=[whole],
+                               kernels=kernels, repeat=1)
+
+
+def _renamed(k: Kernel, r) -> Kernel:
+    return dataclasses.replace(k, out=Load(r(k.out.tensor), k.out.index), expr=_rename_expr(k.expr, r))
+
+
+def _rename_expr(e: Expr, r) -> Expr:
+    if isinstance(e, Load):
+        return Load(r(e.tensor), e.index)
+    if isinstance(e, Call):
+        return Call(e.fn, tuple(_rename_expr(x, r) for x in e.args))
+    return e

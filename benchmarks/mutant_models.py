@@ -72,6 +72,7 @@ MODELS: dict[str, str] = {
     # JAX
     "jax_conv": _jax("x=f32[2,4,16,16], w=f32[8,4,3,3]",
                      "def conv(x, w):\n    return lax.conv_general_dilated(x, w, (1, 1), 'SAME')"),
+    "jax_softmax": _jax("x=f32[64,64]", "def sm(x):\n    return jax.nn.softmax(x, axis=-1)"),
     "jax_dot": _jax("x=f32[32,64], w=f32[64,48]", "def dot(x, w):\n    return x @ w"),
     "jax_sum_sq": _jax("x=f32[64,64]", "def rowsum(x):\n    return jnp.sum(x, axis=1)"),
     "jax_mean": _jax("x=f32[32,48]", "def rowmean(x):\n    return jnp.mean(x, axis=1)"),

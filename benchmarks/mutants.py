@@ -136,6 +136,13 @@ def load_to_const(tensor: Callable[[Any], str], value: float):
     return go
 
 
+def layer_norm_eps(c: Any) -> float:
+    """A ``layer_norm`` node's epsilon: its fifth argument, or torch's default 1e-5 when the
+    trace left the default out."""
+    args = c.node.args
+    return float(args[4] if len(args) > 4 else c.node.kwargs.get("eps", 1e-5))
+
+
 def arg_tensor(i: int) -> Callable[[Any], str]:
     """The IR name of the torch node's ``i``-th argument."""
     return lambda c: c.lw.env[c.node.args[i].name]
@@ -232,6 +239,35 @@ def scan_one_trip_short(p: Patches) -> None:
                     op = by_id[item]
                     op.repeat = op.repeat // loop.trips * (loop.trips - 1)
                     p.changed = True
+        return out
+    p.setattr(analyze_jax, "lower", lowered)
+
+
+def exp_before_max(p: Patches) -> None:
+    """Plant: a JAX softmax's ``exp(x - max)`` lowered as ``exp(x) * exp(-max)``: the
+    exponential taken before the max is subtracted (softmax without its max subtraction; the
+    same values in exact arithmetic), its ``exp(x)`` held in an op-internal float32 buffer."""
+    from solar_lsp.ir.core import TensorType
+    from solar_lsp.pipeline import analyze_jax
+    orig = analyze_jax.lower
+
+    def lowered(*a, **kw):
+        out = orig(*a, **kw)
+        prog = out.program
+        writer = {t: op for op in prog.ops for t in op.outputs}
+        for op in prog.ops:
+            sub = writer.get(op.inputs[0]) if op.target == "exp" and len(op.kernels) == 1 else None
+            if sub is None or sub.target != "sub" or len(sub.kernels) != 1:
+                continue
+            k = sub.kernels[0]
+            x, m = k.expr.args
+            buf = op.outputs[0] + "_unshifted"
+            prog.tensors[buf] = TensorType(prog.tensors[op.outputs[0]].shape, "float32")
+            first = dataclasses.replace(k, name=buf, out=Load(buf, k.out.index), expr=Call("exp", (x,)))
+            then = dataclasses.replace(k, name=op.kernels[0].name, out=Load(op.outputs[0], k.out.index),
+                                       expr=Call("mul", (Load(buf, k.out.index), Call("exp", (Call("neg", (m,)),)))))
+            op.inputs, op.kernels = list(sub.inputs), [first, then]
+            p.changed = True
         return out
     p.setattr(analyze_jax, "lower", lowered)
 
@@ -481,7 +517,7 @@ def _suite() -> list[Mutant]:
         M("layernorm-no-weight", "identity", "layernorm", "layer norm drops its weight",
           in_lowering(["aten.layer_norm.default"], post=load_to_const(arg_tensor(2), 1.0))),
         M("layernorm-no-eps", "identity", "layernorm", "layer norm without epsilon",
-          in_lowering(["aten.layer_norm.default"], post=drop_const_term("add", lambda c: float(c.node.args[4])))),
+          in_lowering(["aten.layer_norm.default"], post=drop_const_term("add", layer_norm_eps))),
         M("rmsnorm-no-weight", "identity", "rmsnorm", "RMS norm drops its weight",
           in_lowering(["aten.rms_norm.default"], post=load_to_const(arg_tensor(2), 1.0))),
         M("groupnorm-no-bias", "identity", "groupnorm", "group norm drops its bias",
@@ -495,6 +531,10 @@ def _suite() -> list[Mutant]:
           in_lowering(["aten.sum.dim_IntList"], post=shrink("i1"))),
         M("softmax-no-max", "coverage", "softmax_sq", "softmax without the max subtraction",
           in_lowering(SOFTMAX, post=no_max_subtraction)),
+        M("sdpa-no-max", "coverage", "sdpa_vdim", "attention without the max subtraction",
+          in_lowering(SDPA, post=no_max_subtraction)),
+        M("jax-softmax-no-max", "coverage", "jax_softmax", "JAX softmax's exp taken before the max is subtracted",
+          exp_before_max),
     ]
 
 

@@ -40,6 +40,7 @@ def test_corpus_is_large_enough():
     assert len(FILES) >= 40
 
 
+@pytest.mark.timeout(1800)  # the first one runs the corpus fixture: 48 files, three verify passes each
 @pytest.mark.parametrize("name", FILES)
 def test_corpus_entry_verified(corpus, name):
     e = only_entry(corpus[name])

@@ -1,15 +1,14 @@
 """Verify a JAX entry's IR against jax's own outputs (docs/architecture.md §4), with the torch verifier's
 per-op checks (``verify.check_op``: numba kernels at sampled points, dtype tolerances).
 
-The golden run interprets the jaxpr equation by equation on real CPU arrays (seed-0
-inputs, parameters from the module's real ``init``) with the same :class:`Walker` the
-lowering used, so every tensor of the IR meets jax's value for it by key. Loop bodies are
-recorded at their first iteration (the last for a reversed scan), which is what the body's
-ops are checked against. The golden run iterates each loop itself and keeps the carry
-entering every iteration; a loop's outputs are checked by *replaying* the body's IR for
-every iteration from jax's carry (numba kernels, numpy composition steps) and comparing
-with jax's next carry and stacked output. ``cond`` follows the branch the lowering
-counted, whatever the predicate says.
+The golden run (verify/golden_jax.py) interprets the jaxpr equation by equation on real CPU
+arrays and is streamed like torch's (verify/stream.py): each op is checked as soon as jax has
+produced every tensor it reads and writes, and each tensor is let go after its last use, so
+the budget judges the peak of what is live at once. When that is cheap, the run is repeated
+with the entry's float inputs scaled (``SCALES``), as torch's is. Loop bodies are recorded at
+their first iteration; a loop's outputs are checked by *replaying* the body's IR for every
+iteration from jax's carry (numba kernels, numpy composition steps) and comparing with jax's
+next carry and stacked output. ``cond`` follows the branch the lowering counted.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ import numpy as np
 
 from solar_lsp.frontend.errors import user_line
 from solar_lsp.frontend.jax.lower import JaxLowered, LoopInfo
-from solar_lsp.frontend.jax.trace import JaxTraced, Key, Lit, Walker, WhileInfo, sub_jaxpr
-from solar_lsp.ir import execute
+from solar_lsp.frontend.jax.trace import JaxTraced, Lit
 from solar_lsp.ir.core import Op, Program
 from solar_lsp.units import plural
 from solar_lsp.verify.core import (
@@ -38,258 +36,13 @@ from solar_lsp.verify.core import (
 )
 from solar_lsp.verify.counts import CheckedVerification, with_counts
 from solar_lsp.verify.counts_jax import check_jax_counts
+from solar_lsp.verify.golden_jax import MANUAL_EVALS, Golden, golden_run, run_order, tensor_steps
 from solar_lsp.verify.op_check import check_op
 from solar_lsp.verify.propagate import compare_outputs, program_unit, run_ops
+from solar_lsp.verify.stream import SCALED_SHARE, SCALES, peak_bytes, release_memory, schedule
 
 REPLAY_POINTS = 5e7  # loop points a replay may execute (all iterations together)
 REPLAY_STEPS = 50_000  # op executions a replay may take
-
-
-class GoldenRunner(Walker):
-    """Evaluates each equation with ``primitive.bind`` and records its outputs by key."""
-
-    def __init__(self, traced: JaxTraced, choices: dict[Key, int]):
-        super().__init__(traced)
-        self.choices = choices
-        self.values: dict[Key, Any] = {}
-        self.carries: dict[Key, list[list[np.ndarray]]] = {}  # loop -> carry entering each iteration
-        self.trips_ok: dict[Key, bool] = {}  # static while -> its condition gave that trip count
-        self.record = True
-
-    def _val(self, h: Any) -> Any:
-        import jax.numpy as jnp
-        if isinstance(h, Lit):
-            return jnp.asarray(np.asarray(h.value, dtype=h.dtype))
-        return h
-
-    def run(self, args: Any) -> list[Any]:
-        for i, a in enumerate(args):
-            self._keep(("in", i), a)
-        return super().run(args)
-
-    def _keep(self, key: Key, v: Any) -> None:
-        if self.record:
-            self.values[key] = v
-
-    def const(self, value: Any, key: Key) -> Any:
-        self._keep(key, value)
-        return value
-
-    def _bind(self, eqn: Any, ins: list[Any]) -> list[Any]:
-        vals = [self._val(h) for h in ins]
-        got = eqn.primitive.get_bind_params(eqn.params)
-        subfuns, params = got if isinstance(got, tuple) else ([], got)  # jax < 0.7: (subfuns, params)
-        ctx = getattr(getattr(eqn, "ctx", None), "manager", None)
-        if ctx is not None:
-            with ctx:
-                out = eqn.primitive.bind(*subfuns, *vals, **params)
-        else:
-            out = eqn.primitive.bind(*subfuns, *vals, **params)
-        return list(out) if eqn.primitive.multiple_results else [out]
-
-    def leaf(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int) -> list[Any]:
-        outs = self._bind(eqn, ins)
-        for j, v in enumerate(outs):
-            self._keep((key, j), v)
-        return outs
-
-    def scan(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int) -> list[Any]:
-        p = eqn.params
-        T, nc, ncar, rev = int(p["length"]), p["num_consts"], p["num_carry"], bool(p["reverse"])
-        consts, init, xs = ins[:nc], ins[nc:nc + ncar], ins[nc + ncar:]
-        body = p["jaxpr"]
-        if T and self.record:  # the body's values at its first iteration, by key
-            at = T - 1 if rev else 0
-            xts = [self._val(x)[at] for x in xs]
-            for j, x in enumerate(xts):
-                self._keep(key + ("x", j), x)
-            cins = [self._val(v) for v in init]
-            for j, v in enumerate(cins):
-                self._keep(key + ("cin", j), v)
-            self.closed_block(body, list(consts) + cins + xts, key + ("body",), line, repeat)
-        manual = _has_cond(body.jaxpr) or (self.record and T * _eqn_count(body.jaxpr) <= MANUAL_EVALS)
-        if manual:
-            outs, carries = self._iterate_scan(eqn, consts, init, xs, key, line, repeat)
-            if self.record:
-                self.carries[key] = carries
-        else:
-            outs = self._bind(eqn, ins)
-        for j, v in enumerate(outs):
-            self._keep((key, j), v)
-        return outs
-
-    def _iterate_scan(self, eqn, consts, init, xs, key, line, repeat) -> tuple[list[Any], list]:
-        """Run the scan one body evaluation at a time (equation by equation): inner conds
-        follow the counted branch, and the carry entering every iteration is kept."""
-        import jax.numpy as jnp
-        p = eqn.params
-        T, ncar, rev = int(p["length"]), p["num_carry"], bool(p["reverse"])
-        carry = [self._val(v) for v in init]
-        carries = [[np.asarray(c) for c in carry]]
-        ys: list[list[Any]] = []
-        saved, self.record = self.record, False
-        try:
-            for t in (reversed(range(T)) if rev else range(T)):
-                outs = self.closed_block(p["jaxpr"], list(consts) + carry + [self._val(x)[t] for x in xs],
-                                         key + ("body",), line, repeat)
-                carry = [self._val(v) for v in outs[:ncar]]
-                carries.append([np.asarray(c) for c in carry])
-                ys.append([self._val(v) for v in outs[ncar:]])
-        finally:
-            self.record = saved
-        if rev:
-            ys.reverse()
-        avals = [v.aval for v in eqn.outvars[ncar:]]
-        stacked = [jnp.stack([y[j] for y in ys]) if ys else jnp.zeros(a.shape, a.dtype)
-                   for j, a in enumerate(avals)]
-        return carry + stacked, carries
-
-    def while_(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int,
-               info: WhileInfo) -> list[Any]:
-        p = eqn.params
-        cn, bn = p["cond_nconsts"], p["body_nconsts"]
-        cconsts, bconsts, init = list(ins[:cn]), list(ins[cn:cn + bn]), ins[cn + bn:]
-        if info.trips is not None and self.record:
-            cins = [self._val(v) for v in init]
-            for j, v in enumerate(cins):
-                self._keep(key + ("cin", j), v)
-            if info.trips:
-                self.closed_block(p["cond_jaxpr"], cconsts + cins, key + ("cond",), line, repeat)
-            self.closed_block(p["body_jaxpr"], bconsts + cins, key + ("body",), line, repeat)
-        evals = info.trips * (_eqn_count(p["body_jaxpr"].jaxpr) + 1) if info.trips is not None else 0
-        if info.source == "static" and self.record and evals <= MANUAL_EVALS:
-            carry = [self._val(v) for v in init]
-            carries = [[np.asarray(c) for c in carry]]
-            ok = True
-            saved, self.record = self.record, False
-            try:
-                for _ in range(info.trips):
-                    ok &= bool(np.asarray(self.closed_block(p["cond_jaxpr"], cconsts + carry, key + ("cond",),
-                                                            line, repeat)[0]))
-                    carry = [self._val(v) for v in self.closed_block(p["body_jaxpr"], bconsts + carry,
-                                                                     key + ("body",), line, repeat)]
-                    carries.append([np.asarray(c) for c in carry])
-                ok &= not bool(np.asarray(self.closed_block(p["cond_jaxpr"], cconsts + carry, key + ("cond",),
-                                                            line, repeat)[0]))
-            finally:
-                self.record = saved
-            self.carries[key] = carries
-            self.trips_ok[key] = ok
-            outs = carry
-        else:
-            outs = self._bind(eqn, ins)
-        for j, v in enumerate(outs):
-            self._keep((key, j), v)
-        return outs
-
-    def cond(self, eqn: Any, ins: list[Any], key: Key, line: int | None, repeat: int) -> list[Any]:
-        b = self.choices.get(key, 0)
-        return self.closed_block(eqn.params["branches"][b], list(ins[1:]), key + ("br", b), line, repeat)
-
-
-MANUAL_EVALS = 200_000  # equation evaluations a loop may take to record every iteration
-
-
-def _eqn_count(jaxpr: Any) -> int:
-    return len(jaxpr.eqns)
-
-
-def _has_cond(jaxpr: Any) -> bool:
-    for e in jaxpr.eqns:
-        if e.primitive.name == "cond":
-            return True
-        subs = [sub_jaxpr(e)] if sub_jaxpr(e) else []
-        for name in ("body_jaxpr", "cond_jaxpr"):
-            if name in e.params:
-                subs.append((e.params[name].jaxpr, []))
-        if any(_has_cond(j) for j, _ in subs if j is not None):
-            return True
-    return False
-
-
-def enable_compile_cache() -> None:
-    """Eager evaluation compiles one tiny XLA program per distinct equation (~40 ms each on
-    this machine); jax's persistent cache makes a later run load them (~8 ms). Kept under
-    ``$SOLAR_CACHE_DIR/jax`` (default ``~/.cache/solar-lsp/jax``) unless the user set a dir."""
-    import os
-
-    import jax
-    if jax.config.jax_compilation_cache_dir:
-        return
-    root = os.environ.get("SOLAR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "solar-lsp")
-    try:
-        os.makedirs(os.path.join(root, "jax"), exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", os.path.join(root, "jax"))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-        from jax._src import compilation_cache
-        compilation_cache.reset_cache()  # pick the directory up even after earlier compiles
-    except Exception:  # a cache is an optimisation only
-        pass
-
-
-@dataclass
-class Golden:
-    """What the golden run recorded: every IR tensor's value and every loop's carries."""
-
-    values: dict[str, np.ndarray]  # tensor -> jax's value (float64)
-    carries: dict[Key, list[list[np.ndarray]]]  # loop -> the carry entering each iteration
-    trips_ok: dict[Key, bool]  # static while -> its condition gave that many trips
-
-
-def golden_run(traced: JaxTraced, lowered: JaxLowered, seed: int = 0) -> Golden:
-    """jax's value for every tensor of the IR (helper tensors included), and the carries of
-    every loop iteration."""
-    enable_compile_cache()
-    if traced.real_args is None:
-        raise ValueError("the entry has no way to build real arguments")
-    args = traced.real_args(seed)
-    runner = GoldenRunner(traced, lowered.choices)
-    runner.run(args)
-    golden: dict[str, np.ndarray] = {}
-    for t, key in lowered.tensor_key.items():
-        v = runner.values.get(key)
-        if v is None:
-            continue
-        a = np.asarray(v)
-        if a.dtype.kind in "biuf" or "float" in a.dtype.name:  # not PRNG keys
-            golden[t] = np.asarray(a, dtype=np.float64, order="C")  # converted once
-    _derive(lowered.program, lowered, golden)
-    return Golden(golden, runner.carries, runner.trips_ok)
-
-
-def _derive(p: Program, lowered: JaxLowered, golden: dict[str, np.ndarray]) -> None:
-    """Values of helper tensors no jaxpr variable names (a squeezed index, index arithmetic):
-    computed from their inputs, in program order."""
-    by_id = {op.id: op for op in p.ops}
-    for op_id in dict.fromkeys(lowered.derived.values()):
-        op = by_id.get(op_id)
-        if op is None or any(t not in golden for t in op.inputs):
-            continue
-        arrays = {t: as_float64(golden[t]) for t in op.inputs}
-        _run_op(p, op, arrays)
-        for t in op.outputs:
-            if t in arrays:
-                golden[t] = arrays[t]
-
-
-def _run_op(p: Program, op: Op, arrays: dict[str, np.ndarray]) -> None:
-    """Execute one op on float64 arrays (kernels in full, composition steps with numpy)."""
-    if op.kind == "compute":
-        for k in op.kernels:
-            if k.out.tensor not in arrays:
-                arrays[k.out.tensor] = np.zeros(p.tensors[k.out.tensor].shape, dtype=np.float64)
-            execute.run_kernel(k, arrays)
-        return
-    if op.kind == "alloc" or op.call is None:
-        for t in op.outputs:
-            arrays.setdefault(t, np.zeros(p.tensors[t].shape, dtype=np.float64))
-        return
-    res = execute.apply_call(op.call, [arrays[t] for t in op.inputs])
-    res = res if isinstance(res, tuple) else (res,)
-    for t, r in zip(op.outputs, res):
-        arrays[t] = np.array(np.reshape(r, p.tensors[t].shape), dtype=np.float64)
-
 
 # ------------------------------------------------------------------ loop replay
 
@@ -473,58 +226,139 @@ def _body_ops(loop: LoopInfo) -> list[str]:
     return out
 
 
+
 # ------------------------------------------------------------------ entry point
 
 def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_BUDGET,
-           samples: int = SAMPLES, seed: int = 0) -> Verification:
-    """Run the entry's jaxpr on real arrays and check every op (and loop) of its IR."""
+           samples: int = SAMPLES, seed: int = 0, scaled: bool = True) -> Verification:
+    """Run the entry's jaxpr on real arrays and check every op (and loop) of its IR, each op
+    as soon as its tensors exist, letting each tensor go after its last use
+    (verify/stream.py); when ``scaled`` and cheap, again with the inputs scaled by each of
+    ``SCALES``."""
     t0 = time.perf_counter()
     p = lowered.program
-    refused = over_budget(p, budget_bytes, t0)
+    ops = [op for op in p.ops if op.phase != "optimizer"]  # no jaxpr equation: its own check
+    peak = peak_bytes(p, ops)
+    refused = over_budget(p, budget_bytes, t0, peak)
     if refused is not None:
         return refused
-    try:
-        golden = golden_run(traced, lowered, seed)
-    except Exception as exc:  # user code raising on real arrays
-        line = user_line(exc, traced.path)
-        where = f" (line {line})" if line else ""
-        return Verification("unverified", f"golden run failed{where}: {type(exc).__name__}: {exc}",
-                            seconds=time.perf_counter() - t0)
-    rng = np.random.default_rng(seed)
-    loop_checks = check_loops(p, lowered, golden, rng, samples)
-    derived_ops = set(lowered.derived.values())
-    checks: list[OpCheck] = []
-    for op in p.ops:
-        if op.phase == "optimizer":  # no jaxpr equation: the optimizer has its own check
-            continue
-        if op.id in loop_checks:
-            checks.append(loop_checks[op.id])
-        elif op.id in derived_ops and all(t in lowered.derived for t in op.outputs):
-            checks.append(OpCheck(op.id, op.line, "verified",
-                                  "helper (an index or a view made for the next op); checked "
-                                  "through the op that uses it"))
-        else:
-            with np.errstate(invalid="ignore"):  # inf - inf where a mask wrote -inf
-                checks.append(check_op(p, op, golden.values, rng, samples, narrow=True))
+    args: list[Any] = []  # the entry's real arguments, built once for every pass
+    checks = checked_run(traced, lowered, ops, seed, samples, args=args)
+    if isinstance(checks, str):
+        return Verification("unverified", f"golden run failed{checks}", seconds=time.perf_counter() - t0)
+    status, detail = _summary(checks, lowered)
+    extra: dict[str, Any] = {}
+    if status == "verified" and scaled and peak * SCALED_SHARE <= budget_bytes:
+        status, detail, extra = _scaled(traced, lowered, ops, seed, samples, detail, args)
     counts = check_jax_counts(traced, lowered)  # counts beside values: docs/sol-model.md
-    return with_counts(_summary(checks, lowered, time.perf_counter() - t0), counts)
+    out = with_counts(Verification(status, detail, checks, time.perf_counter() - t0), counts)
+    out.extra = extra
+    return out
 
 
-def _summary(checks: list[OpCheck], lowered: JaxLowered, seconds: float) -> Verification:
-    status = "verified"
+def _scaled(traced: JaxTraced, lowered: JaxLowered, ops: list[Op], seed: int, samples: int,
+            detail: str, args: list[Any]) -> tuple[str, str, dict]:
+    """The second pass at each scale of the inputs (check_torch's rule): the entry's status,
+    detail and the ``scaled_inputs`` JSON."""
+    done: list[str] = []
+    for scale in SCALES:
+        checks = checked_run(traced, lowered, ops, seed, samples, scale, args)
+        if isinstance(checks, str):  # the user's code may refuse such inputs: nothing to say
+            return "verified", detail, {"scaled_inputs": {"scales": done,
+                                                          "skipped": f"x{scale:g}: {checks.lstrip(' :')}"}}
+        bad = next((c for c in checks if c.status == "mismatch"), None)
+        if bad is not None:
+            return "mismatch", f"at inputs x{scale:g}: {bad.op} (line {bad.line}): {bad.detail}", {
+                "scaled_inputs": {"scales": done, "mismatch": f"x{scale:g}"}}
+        done.append(f"x{scale:g}")
+    return "verified", f"{detail}; scaled inputs: verified at {', '.join(done)}", {
+        "scaled_inputs": {"scales": done}}
+
+
+def loop_tensors(lowered: JaxLowered) -> set[str]:
+    """Every tensor a loop's replay reads from the golden run (its stacked inputs and
+    outputs, and whatever its body's ops read): held until the replays at the run's end."""
+    by_id = {op.id: op for op in lowered.program.ops}
+    out: set[str] = set()
+    for loop in lowered.loops:
+        out.update(x for pair in loop.xs for x in pair)
+        out.update(y for pair in loop.ys for y in pair if isinstance(y, str))
+        out.update(t for t in loop.finals + loop.carry_in + loop.carry_out if isinstance(t, str))
+        for item in loop.body:
+            if isinstance(item, str) and item in by_id:
+                out.update(by_id[item].inputs + by_id[item].outputs)
+    return out
+
+
+def checked_run(traced: JaxTraced, lowered: JaxLowered, ops: list[Op], seed: int, samples: int,
+                scale: float = 1.0, args: list[Any] | None = None) -> list[OpCheck] | str:
+    """One streamed golden run (the float inputs times ``scale``) with every op of ``ops``
+    checked on it, in ``ops``' order; or why the golden run failed (the user's code raising),
+    as a suffix of "golden run failed". ``args``: the entry's real arguments, or an empty
+    list that gets them (built once for several runs)."""
+    p = lowered.program
+    rng = np.random.default_rng(seed)
+    steps = run_order(traced, lowered)
+    plan = schedule(ops, tensor_steps(lowered, steps), steps)
+    exits = {i for loop in lowered.loops for i in loop.exit_ops}
+    held = loop_tensors(lowered)
+    derived = set(lowered.derived.values())
+    found: dict[int, OpCheck] = {}
+    late: list[int] = []
+    failed: list[BaseException] = []
+
+    def check(i: int, golden: dict[str, Any]) -> OpCheck:
+        op = ops[i]
+        if op.id in derived and all(t in lowered.derived for t in op.outputs):
+            return OpCheck(op.id, op.line, "verified", "helper (an index or a view made for the next "
+                           "op); checked through the op that uses it")
+        with np.errstate(invalid="ignore"):  # inf - inf where a mask wrote -inf
+            return check_op(p, op, golden, rng, samples, narrow=True, scaled=scale != 1.0)
+
+    def consume(step: str, golden: dict[str, Any]) -> None:
+        try:
+            for i in plan.ready.get(step, ()):
+                names = ops[i].inputs + ops[i].outputs
+                if ops[i].id in exits or any(t not in golden for t in names):
+                    late.append(i)  # a loop's output, or a value not there yet: at the end
+                    held.update(names)
+                else:
+                    found[i] = check(i, golden)
+        except Exception as exc:  # a bug of ours, not the user's code: raised after the run
+            failed.append(exc)
+            raise
+        for t in plan.free.get(step, ()):
+            if t not in held:
+                golden.pop(t, None)
+        if step in plan.ready:
+            release_memory()
+
+    try:
+        if args is not None and not args and traced.real_args is not None:
+            args.extend(traced.real_args(seed))
+        golden = golden_run(traced, lowered, seed, consume, scale, args or None)
+    except Exception as exc:  # user code raising on real arrays
+        if failed:
+            raise failed[0] from exc
+        line = user_line(exc, traced.path)
+        return f"{f' (line {line})' if line else ''}: {type(exc).__name__}: {exc}"
+    loop_checks = check_loops(p, lowered, golden, rng, samples)
+    for i in plan.at_end + late:
+        found[i] = loop_checks.get(ops[i].id) or check(i, golden.values)
+    return [found[i] for i in range(len(ops))]
+
+
+def _summary(checks: list[OpCheck], lowered: JaxLowered) -> tuple[str, str]:
+    """The entry's status and detail from its ops' checks."""
     n_ok = sum(c.status == 'verified' for c in checks)
-    detail = f"{plural(n_ok, 'op')} checked against jax"
     for bad_status in ("mismatch", "unverified"):
         bad = next((c for c in checks if c.status == bad_status), None)
         if bad is not None:
-            status = bad_status
-            detail = f"{bad.op} (line {bad.line}): {bad.detail}"
-            break
-    if lowered.unsupported and status == "verified":
-        status = "unverified"
-        detail = (f"{plural(len(lowered.unsupported), 'equation')} without a lowering; "
-                  + (f"{plural(n_ok, 'other op')} verified" if n_ok else "nothing else to verify"))
-    return Verification(status, detail, checks, seconds)
+            return bad_status, f"{bad.op} (line {bad.line}): {bad.detail}"
+    if lowered.unsupported:
+        return "unverified", (f"{plural(len(lowered.unsupported), 'equation')} without a lowering; "
+                              + (f"{plural(n_ok, 'other op')} verified" if n_ok else "nothing else to verify"))
+    return "verified", f"{plural(n_ok, 'op')} checked against jax"
 
 
 # ------------------------------------------------------------------ training steps
@@ -549,7 +383,7 @@ def verify_train(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEF
     ``value_and_grad`` of the loss, so every backward op is checked against jax's gradient
     computation on the golden inputs, with the forward's rules; the verdict of the op that
     writes each parameter's gradient is reported per parameter."""
-    v = verify(traced, lowered, budget_bytes, samples, seed)
+    v = verify(traced, lowered, budget_bytes, samples, seed, scaled=False)  # a loss's targets would scale too
     if not isinstance(v, CheckedVerification):  # refused (budget) or the golden run failed
         return v
     return TrainVerification(v.status, v.detail, v.ops, v.seconds, counts=v.counts,

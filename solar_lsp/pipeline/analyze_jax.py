@@ -50,7 +50,7 @@ def analyze_jax_entry(er: EntryReport, module: types.ModuleType, entry: Entry, p
         return lower_train(t, score=score) if train else lower(t, score=score)
 
     def retrace_fn(mod: types.ModuleType, ent: Entry) -> Any:
-        return trace_train(mod, ent, path, config.loss) if train else trace(mod, ent, path)
+        return trace_train(mod, ent, path, config.loss, config.params) if train else trace(mod, ent, path)
 
     t = time.perf_counter()
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from solar_lsp.ir.core import Op, Program
 from solar_lsp.source.pragma import dtype_size
 from solar_lsp.verify.op_check import sampled_last
+from solar_lsp.verify.parts import parts_by_owner
 
 # Working set of checking one op, in float64 elements per element of a tensor it touches:
 # an input is copied once; an output or op-internal buffer holds the IR's values and their
@@ -26,6 +27,16 @@ from solar_lsp.verify.op_check import sampled_last
 INPUT_COPIES = 1
 OUTPUT_COPIES = 7
 SAMPLED_COPIES = 1
+# A recurrence checked whole (verify/parts.py: a recurrent layer's parts, a Python loop's body
+# replayed T times) holds every buffer its parts write, values and error bounds, at once.
+PART_COPIES = 2
+
+# The second pass (issue 16 item 5; docs/sol-model.md, "Scaled inputs"): the entry's float
+# inputs scaled, where the golden run is cheap (its peak under 1/SCALED_SHARE of the budget);
+# inference only (a loss's targets would be scaled too). The JAX verifier takes them from here
+# (check_torch.py keeps the same values: a JAX run never imports torch).
+SCALES = (1e-3, 1e2)
+SCALED_SHARE = 8
 
 
 @dataclass
@@ -89,6 +100,7 @@ def peak_bytes(p: Program, ops: list[Op] | None = None) -> int:
         if t not in p.views:
             delta[i] += _bytes(p, t)
             delta[last[t] + 1] -= _bytes(p, t)
+    parts = parts_by_owner(p)
     peak, live = always, always
     for i, op in enumerate(ops):
         live += delta[i]
@@ -96,8 +108,22 @@ def peak_bytes(p: Program, ops: list[Op] | None = None) -> int:
         sampled = {op.kernels[-1].out.tensor} if op.kernels and sampled_last(p, op) else set()
         work = sum(_bytes(p, t, 8 * INPUT_COPIES) for t in set(op.inputs) - outs)
         work += sum(_bytes(p, t, 8 * (SAMPLED_COPIES if t in sampled else OUTPUT_COPIES)) for t in outs)
-        peak = max(peak, live + work)
+        peak = max(peak, live + work + parts_work(p, op, parts.get(op.id, []), outs))
     return peak
+
+
+def parts_work(p: Program, op: Op, parts: list[Op], counted: set[str]) -> int:
+    """Bytes of the float64 buffers checking ``op`` whole adds for its ``parts`` (a recurrent
+    layer's projections and loop bodies, a Python loop's body and stacked outputs), beyond
+    the ``counted`` ones: each written tensor's values and error bounds; a loop's compared
+    tensors (read as the owner's inputs, one copy counted) as outputs compared whole."""
+    made = {t for q in parts for t in q.outputs + [k.out.tensor for k in q.kernels]}
+    compared: set[str] = set()
+    if op.call and op.call[0] == "loop":  # the stacked outputs the replay fills
+        made |= {s[1] for s in op.call[5]}
+        compared = set(op.call[6])
+    out = sum(_bytes(p, t, 8 * PART_COPIES) for t in made - counted - compared)
+    return out + sum(_bytes(p, t, 8 * (OUTPUT_COPIES - INPUT_COPIES)) for t in compared)
 
 
 _LIBC: list = []

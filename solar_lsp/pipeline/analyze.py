@@ -107,7 +107,7 @@ def _entries(source: str, path: str, config: Config) -> list[Entry]:
 def _load(path: str, entries: list[Entry]) -> tuple[types.ModuleType | None, EntryError | None]:
     # the torch frontend imports torch: only when a torch entry needs it (a JAX file does not)
     from solar_lsp.frontend.torch.trace import load_module, warm_up
-    if any(e.frontend == "torch" for e in entries):  # torch.export's machinery: torch entries only
+    if any(e.frontend == "torch" for e in entries):  # the tracer's tables: torch entries only
         warm_up()
     try:
         return load_module(path), None
@@ -117,7 +117,11 @@ def _load(path: str, entries: list[Entry]) -> tuple[types.ModuleType | None, Ent
 
 def _guarded(er: EntryReport, module, entry: Entry, path: str, chips: list[Chip], config: Config) -> None:
     try:
-        if entry.frontend == "jax":
+        if entry.frontend != "jax" and config.mode == "train" and config.params is not None:
+            fail(er, EntryError("trace", "--params names the trained arguments of a JAX function; "
+                                f"{entry.name} is PyTorch code, which trains its module's "
+                                "parameters (docs/training.md)"))
+        elif entry.frontend == "jax":
             from solar_lsp.pipeline.analyze_jax import analyze_jax_entry  # imports jax
             analyze_jax_entry(er, module, entry, path, chips, config)
         else:

@@ -242,7 +242,7 @@ Progress = Callable[[int, int, str, "FileResult | None"], None]
 
 
 def _warm_up(verify: bool) -> None:
-    """Pay the once-per-process imports (torch.export, numba) before the first file's clock and
+    """Pay the once-per-process costs (the tracer's tables, numba) before the first file's clock and
     time limit start, so per-file times compare files, not process start-up."""
     from solar_lsp.frontend.torch.trace import warm_up
     warm_up()

@@ -22,7 +22,9 @@ import numpy as np
 import torch
 
 from solar_lsp.frontend.errors import EntryError, Lowered
-from solar_lsp.frontend.torch.trace import Traced, build
+from solar_lsp.frontend.torch.devices import device_map
+from solar_lsp.frontend.torch.metatrace import without_dynamo_import
+from solar_lsp.frontend.torch.trace import Traced, build, constant_values
 from solar_lsp.units import plural
 from solar_lsp.verify.core import (  # noqa: F401  (re-exported: callers import them from here)
     DEFAULT_BUDGET,
@@ -37,7 +39,16 @@ from solar_lsp.verify.core import (  # noqa: F401  (re-exported: callers import 
 from solar_lsp.verify.counts import check_counts, with_counts
 from solar_lsp.verify.counts_torch import NodeFlops, randomize_parameters
 from solar_lsp.verify.op_check import RANDOM_DETAIL, check_op
-from solar_lsp.verify.parts import check_with_parts, part_of, parts_by_owner
+from solar_lsp.verify.parts import (
+    LOOP_DETAIL,
+    StepInputs,
+    check_with_parts,
+    for_check,
+    framework_counts,
+    full_check_of,
+    part_of,
+    parts_by_owner,
+)
 from solar_lsp.verify.stream import peak_bytes, release_memory, schedule
 
 # The second pass (issue 16 item 5): the entry's float inputs scaled, where the golden run is
@@ -62,14 +73,20 @@ def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
     if refused is not None:
         return refused
     flops = NodeFlops()
-    checks = checked_run(traced, lowered, module, ops, seed, samples, flops)
+    low = for_check(lowered)  # a repeated loop's steps, each checked on its own (verify/parts.py)
+    checked = [op for op in low.program.ops if op.phase != "optimizer" and part_of(op) is None]
+    checks = checked_run(traced, low, module, checked, seed, samples, flops)
     if isinstance(checks, str):
         return Verification("unverified", f"golden run failed: {checks}", seconds=time.perf_counter() - t0)
     status, detail = _summary(checks, lowered)
     extra: dict[str, Any] = {}
     if status == "verified" and traced.mode != "train" and peak * SCALED_SHARE <= budget_bytes:
-        status, detail, extra = _scaled(traced, lowered, module, ops, seed, samples, detail)
-    counts = check_counts(p, flops.framework({op.id for op in ops}))
+        low = for_check(lowered, middle=False)  # a loop's first and last steps (verify/parts.py)
+        checked = [op for op in low.program.ops if op.phase != "optimizer" and part_of(op) is None]
+        status, detail, extra = _scaled(traced, low, module, checked, seed, samples, detail)
+    if lowered.loop_steps and status == "verified":  # what of a loop's steps was checked
+        detail = f"{detail}; {LOOP_DETAIL}"
+    counts = check_counts(p, framework_counts(p, flops, ops))
     out = with_counts(Verification(status, detail, checks, time.perf_counter() - t0), counts)
     out.extra = extra
     return out
@@ -104,11 +121,13 @@ def checked_run(traced: Traced, lowered: Lowered, module: types.ModuleType, ops:
     plan = schedule(ops, lowered.node_of_tensor, steps)
     found: dict[int, OpCheck] = {}
     failed: list[BaseException] = []
+    fixed = StepInputs(p)  # what a loop's steps read from outside it, in float64 once
 
     def check(i: int, golden: dict[str, torch.Tensor]) -> OpCheck:
         if ops[i].id in parts:
             return check_with_parts(p, ops[i], parts[ops[i].id], golden)
-        return check_op(p, ops[i], golden, rng, samples, scaled=scale != 1.0)
+        return check_op(p, ops[i], fixed.golden(ops[i], golden), rng, samples, scaled=scale != 1.0,
+                        full_check=full_check_of(ops[i]))
 
     def consume(step: str, golden: dict[str, torch.Tensor]) -> None:
         try:
@@ -119,6 +138,7 @@ def checked_run(traced: Traced, lowered: Lowered, module: types.ModuleType, ops:
             raise
         for t in plan.free.get(step, ()):
             golden.pop(t, None)
+            fixed.free(t)
         if step in plan.ready:
             release_memory()
 
@@ -149,20 +169,17 @@ def _summary(checks: list[OpCheck], lowered: Lowered) -> tuple[str, str]:
     return "verified", f"{plural(n_ok, 'op')} checked against torch{random}"
 
 
-def _real_constants(model: torch.nn.Module, inputs: tuple, have: dict | None) -> dict:
+def _real_constants(traced: Traced, model: torch.nn.Module, inputs: tuple, have: dict | None) -> dict:
     if have is not None:
         return have
-    tensors = tuple(t for t in inputs if isinstance(t, torch.Tensor))
-    try:
-        with torch.no_grad():
-            return dict(torch.export.export(model, tensors, strict=False).constants)
-    except Exception:  # the value stays unknown; the caller says so
-        return {}
+    # GPU requests in the forward stay on the CPU, as in the build (frontend/torch/devices.py)
+    with device_map("cpu"):
+        return constant_values(traced, model, inputs)
 
 
 def _graph_args(traced: Traced, model: torch.nn.Module, inputs: tuple) -> list:
     """The real values of the graph's placeholders: the entry's inputs, the model's
-    parameters and buffers, the exported constants."""
+    parameters and buffers, the graph's constants."""
     ep = traced.exported
     state = dict(model.state_dict(keep_vars=True))
     real: dict | None = None
@@ -177,9 +194,9 @@ def _graph_args(traced: Traced, model: torch.nn.Module, inputs: tuple) -> list:
         elif kind == "constant":
             c = ep.constants.get(traced.targets[node.name])
             if isinstance(c, torch.Tensor) and c.device.type == "meta":
-                # a tensor the forward built from Python values (torch.tensor(x)) was traced on
-                # meta: its value exists only in a real export of the CPU model
-                real = _real_constants(model, inputs, real)
+                # a tensor attribute of the model, or one the forward built from Python values
+                # (torch.tensor(x)) whose value the trace could not keep: the CPU model has it
+                real = _real_constants(traced, model, inputs, real)
                 c = real.get(traced.targets[node.name])
             if c is None or (isinstance(c, torch.Tensor) and c.device.type == "meta"):
                 raise EntryError("verify", f"constant {traced.targets[node.name]} has no value")
@@ -236,7 +253,9 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
                 consume(n.name, golden)
             return out
 
-    with torch.no_grad(), (flops.mode if flops is not None else contextlib.nullcontext()):
+    # without_dynamo_import: FlopCounterMode's dispatch would import torch._dynamo (about 2 s)
+    with torch.no_grad(), without_dynamo_import(), \
+            (flops.mode if flops is not None else contextlib.nullcontext()):
         Recorder(ep.graph_module, garbage_collect_values=consume is not None).run(*args)
     return golden
 

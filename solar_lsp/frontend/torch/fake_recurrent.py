@@ -53,6 +53,15 @@ def _outputs(fake_mode: Any, func: Any, x: Any, hx: Any, params: Any, has_biases
     return (out, *states)
 
 
+RECURRENT_OPS = frozenset(f"aten.{name}.input" for name in _OPS)
+
+
+def meta_outputs(func: Any, *args: Any) -> tuple:
+    """The outputs of one recurrent op (``aten.lstm.input`` ...) on meta tensors, by the same
+    shape rule (the meta tracer of frontend/torch/metatrace.py has no fake mode)."""
+    return _outputs(contextlib.nullcontext(), func, *args)
+
+
 def _on_fake(op: Any, slow: Any) -> Any:
     """A Python-dispatcher kernel for ``op``: the shape rule on fake tensors, else ``slow``."""
     def kernel(*args: Any, **kwargs: Any) -> Any:

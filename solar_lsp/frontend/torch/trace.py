@@ -1,13 +1,18 @@
-"""Trace a discovered torch entry on meta tensors with torch.export (docs/architecture.md §2).
+"""Trace a discovered torch entry on meta tensors (docs/architecture.md §2).
 
 Nothing here allocates real tensors: the module is built and its inputs are made under
-``torch.device("meta")``, and the export runs on those. Each node is mapped to the line of
-the analyzed file it comes from (the innermost frame in that file).
+``torch.device("meta")``, and the trace runs on those. The meta tracer
+(frontend/torch/metatrace.py) records the functional ATen graph without torch.export, whose
+import of torch._dynamo would cost about 2 s of every cold start; torch.export stays the
+fallback for what it refuses. Each node is mapped to the line of the analyzed file it comes
+from (the innermost frame in that file).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import io
 import logging
 import os
@@ -19,8 +24,10 @@ from typing import Any
 import torch
 
 from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.frontend.torch import metatrace
 from solar_lsp.frontend.torch.build import build, load_module  # noqa: F401 (re-exported)
 from solar_lsp.frontend.torch.fake_recurrent import recurrent_shape_rules
+from solar_lsp.frontend.torch.metatrace import MetaProgram, attribute, split_table, trace_meta
 from solar_lsp.source.discover import Entry, TensorSpec
 
 # Ops whose IR is known in closed form stay whole (docs/architecture.md §2: decompose selectively).
@@ -44,13 +51,15 @@ KEEP_WHOLE = (
 
 @dataclass
 class Traced:
-    """An entry exported by torch.export and decomposed (or, in train mode, the joint graph of
+    """An entry traced to a functional core-ATen graph (or, in train mode, the joint graph of
     a training step), with what lowering needs to know about its nodes: source lines,
     placeholder kinds and targets, the input specs, the phases."""
 
     entry: Entry
     path: str
-    exported: Any  # torch.export.ExportedProgram, decomposed; train.JointGraph in train mode
+    # metatrace.MetaProgram (torch.export.ExportedProgram when export traced it, decomposed);
+    # train.JointGraph in train mode. Each has .graph, .graph_module and .constants
+    exported: Any
     lines: dict[str, int | None] = field(default_factory=dict)  # node name -> line
     kinds: dict[str, str] = field(default_factory=dict)  # placeholder -> input|param|buffer|constant
     targets: dict[str, str] = field(default_factory=dict)  # placeholder -> FQN or input name
@@ -65,9 +74,13 @@ class Traced:
 
 
 def warm_up() -> None:
-    """Import torch.export's tracing machinery (about 1 s, once per process) so that it is
-    counted as import time, not as the first entry's trace time; workers call it at start."""
-    import torch.export._trace  # noqa: F401
+    """Build the decomposition tables the tracer uses and import what the first meta kernel
+    would import (sympy, through torch._check), about 1 s once per process, so that it counts
+    as start-up time, not as the first entry's trace time; workers call it at start. It
+    imports neither torch.export's tracer nor torch._dynamo."""
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401  (sympy: torch._check imports it)
+    _tables()
+    metatrace.warm_up()
 
 
 def decomp_table() -> dict:
@@ -103,10 +116,74 @@ def line_of(stack_trace: str | None, path: str) -> int | None:
 
 
 def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:
-    """Export an entry on meta tensors (no real compute) and decompose it to core ATen; a
-    failure is an EntryError pointing at the user's line."""
+    """Trace an entry on meta tensors (no real compute) into a functional graph of core ATen
+    ops (frontend/torch/metatrace.py); torch.export when that tracer cannot take the entry.
+    A failure is an EntryError pointing at the user's line."""
     path = os.path.realpath(path)
     model, inputs = build(module, entry, path, "meta")
+    try:
+        return _trace_meta(entry, path, model, inputs)
+    except Exception:  # export takes what the meta tracer refuses, or says why it cannot
+        model, inputs = build(module, entry, path, "meta")
+        return _trace_export(entry, path, model, inputs)
+
+
+@functools.lru_cache(maxsize=1)
+def _tables() -> tuple[list, dict]:
+    """The ops kept whole and the python decompositions (computed once per process)."""
+    return split_table(decomp_table())
+
+
+def _trace_meta(entry: Entry, path: str, model: torch.nn.Module, inputs: tuple) -> Traced:
+    whole, table = _tables()
+    names = argument_names(model, inputs)
+    with contextlib.redirect_stdout(io.StringIO()), torch.device("meta"):
+        program, info = trace_meta(model, inputs, names, whole, table)
+    traced = Traced(entry=entry, path=path, exported=program, kinds=info.kinds, targets=info.targets)
+    for node in program.graph.nodes:
+        traced.lines[node.name] = line_of(node.meta.get("stack_trace"), path)
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    traced.input_specs = [TensorSpec(ph.name, str(t.dtype).replace("torch.", ""), tuple(t.shape))
+                          for ph, t in zip(info.arguments, tensors)]
+    return traced
+
+
+def argument_names(model: torch.nn.Module, inputs: tuple) -> list[str]:
+    """The forward's names of its tensor arguments (``input<i>`` where it has none)."""
+    try:
+        names = [p.name for p in inspect.signature(model.forward).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    names += [f"input{i}" for i in range(len(names), len(inputs))]
+    return [n for n, t in zip(names, inputs) if isinstance(t, torch.Tensor)]
+
+
+def constant_values(traced: Traced, model: torch.nn.Module, inputs: tuple) -> dict[str, Any]:
+    """The real values of an inference graph's tensor constants, by target, for ``model``
+    and ``inputs`` built on the CPU: a tensor attribute of the model from the model, a tensor
+    the forward made from Python data from the trace (torch.export's graph: from an export of
+    the CPU model). A value that stays unknown is left out."""
+    program = traced.exported
+    if isinstance(program, MetaProgram):
+        out: dict[str, Any] = {}
+        for target, value in program.constants.items():
+            if isinstance(value, torch.Tensor) and value.device.type == "meta":
+                value = attribute(model, target)
+            if value is not None:
+                out[target] = value
+        return out
+    tensors = tuple(t for t in inputs if isinstance(t, torch.Tensor))
+    try:
+        with torch.no_grad():
+            return dict(torch.export.export(model, tensors, strict=False).constants)
+    except Exception:  # the value stays unknown; the caller says so
+        return {}
+
+
+def _trace_export(entry: Entry, path: str, model: torch.nn.Module, inputs: tuple) -> Traced:
+    """The former tracer: torch.export on meta tensors, decomposed to core ATen (it imports
+    torch._dynamo, about 2 s, the first time)."""
     tensor_inputs = tuple(inputs)
     try:
         # tensors the forward creates (torch.zeros(...)) must be meta too

@@ -4,7 +4,6 @@ verified on this CPU-only machine (frontend/torch/devices.py; docs/architecture.
 
 from __future__ import annotations
 
-import pytest
 from conftest import line_of, write
 
 from solar_lsp.frontend.torch.build import build, load_module
@@ -226,8 +225,6 @@ def test_item_of_input_data_in_forward_fails_clearly(tmp_path):
     assert e.error_line == line_of(path, "x.max().item()")
 
 
-@pytest.mark.xfail(strict=True, reason="frontend/torch/trace.py does not yet export under "
-                   "devices.device_map('meta'); remove this mark when it does")
 def test_gpu_device_in_forward(tmp_path):
     path, e = _entry(tmp_path, "fwdcuda.py", CUDA_IN_FORWARD)
     _verified(e)

@@ -142,6 +142,7 @@ def analyze_entry(er: EntryReport, module, entry: Entry, path: str, chips: list[
     er.mode = config.mode
     try:
         traced = trace_train(module, entry, path, config.loss) if train else trace(module, entry, path)
+        er.notes += getattr(traced, "notes", [])
     except EntryError as exc:
         fail(er, exc)
         if not train:  # the agent translates a forward, never a training step

@@ -25,6 +25,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from solar_lsp.frontend.torch.metatrace import without_dynamo_import
+
 SMALL_BYTES = 1 << 20  # a tensor up to 1 MiB is built with its values during analysis
 BUDGET_BYTES = 64 << 20  # all such tensors of one build together (then meta only)
 
@@ -131,11 +133,12 @@ class DeviceMap(TorchFunctionMode):
         kwargs = dict(kwargs or {})
         if _is_move(func):
             return self._move(func, args, kwargs)
-        if kwargs.get("device") is not None and self._foreign(kwargs["device"]):
+        foreign = kwargs.get("device") is not None and self._foreign(kwargs["device"])
+        if foreign:
             kwargs["device"] = None
         if kwargs.get("pin_memory"):
             kwargs["pin_memory"] = False
-        if func in _FACTORIES:
+        if func in _FACTORIES and (foreign or self.values):
             return self._create(func, args, kwargs)
         if self.values:
             return self._compute(func, args, kwargs)
@@ -208,7 +211,8 @@ class DeviceMap(TorchFunctionMode):
         if name in _DIRECT or (name.endswith("_") and not name.startswith("__")):
             return func(*args, **kwargs)  # metadata, values, in place: nothing new is made
         try:
-            probe = func(*to_meta(args), **to_meta(kwargs))
+            with without_dynamo_import():  # reference ops behind meta kernels would import it
+                probe = func(*to_meta(args), **to_meta(kwargs))
         except Exception:  # no meta kernel, or the op reads values: run it on the CPU
             return self._count(func(*args, **kwargs))
         if _tensors(probe) and not self._fits(probe):

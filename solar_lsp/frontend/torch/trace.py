@@ -26,6 +26,7 @@ import torch
 from solar_lsp.frontend.errors import EntryError, user_line
 from solar_lsp.frontend.torch import metatrace
 from solar_lsp.frontend.torch.build import build, load_module  # noqa: F401 (re-exported)
+from solar_lsp.frontend.torch.devices import device_map
 from solar_lsp.frontend.torch.fake_recurrent import recurrent_shape_rules
 from solar_lsp.frontend.torch.metatrace import MetaProgram, attribute, split_table, trace_meta
 from solar_lsp.source.discover import Entry, TensorSpec
@@ -71,6 +72,7 @@ class Traced:
     loss: str | None = None  # the loss node's name
     loss_kind: str = "mean"  # "mean" | "sum"
     grads: dict[str, str] = field(default_factory=dict)  # parameter FQN -> node name
+    notes: list[dict] = field(default_factory=list)  # for EntryReport.notes (GPU devices asked)
 
 
 def warm_up() -> None:
@@ -120,12 +122,20 @@ def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:
     ops (frontend/torch/metatrace.py); torch.export when that tracer cannot take the entry.
     A failure is an EntryError pointing at the user's line."""
     path = os.path.realpath(path)
-    model, inputs = build(module, entry, path, "meta")
+    notes: list[dict] = []
+    model, inputs = build(module, entry, path, "meta", notes=notes)
+    devices = device_map("meta", path)  # a forward that asks for cuda gets meta tensors
     try:
-        return _trace_meta(entry, path, model, inputs)
+        with devices:
+            traced = _trace_meta(entry, path, model, inputs)
     except Exception:  # export takes what the meta tracer refuses, or says why it cannot
         model, inputs = build(module, entry, path, "meta")
-        return _trace_export(entry, path, model, inputs)
+        with devices:
+            traced = _trace_export(entry, path, model, inputs)
+    for note in notes + devices.notes():
+        if note not in traced.notes:
+            traced.notes.append(note)
+    return traced
 
 
 @functools.lru_cache(maxsize=1)

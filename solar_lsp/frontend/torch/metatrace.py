@@ -247,20 +247,21 @@ def _dynamo_disabled() -> tuple:
     """The functions torch wraps in ``torch._disable_dynamo`` (the elementwise references its
     decompositions and meta kernels run, FunctionalTensorMode's and FlopCounterMode's
     dispatch): the wrapper's first call imports torch._dynamo (about 2 s) to build the real
-    wrapper. Found among the live functions (about 0.1 s), again only when modules were
-    imported since (a module defines its wrappers at import)."""
+    wrapper. Found among the live functions (about 0.1 s), again only when torch modules were
+    imported since (a module defines its wrappers at import; numba's many modules do not)."""
     import gc
 
     import torch._decomp  # noqa: F401  (the references and decompositions, defined at import)
     import torch._refs  # noqa: F401
 
-    if _WRAPPED["modules"] != len(sys.modules):
+    torch_modules = sum(1 for name in list(sys.modules) if name.startswith("torch"))
+    if _WRAPPED["modules"] != torch_modules:  # only torch's modules define these wrappers
         code = FunctionalTensorMode.__dict__["__torch_dispatch__"].__code__  # the wrapper's code
         at = code.co_freevars.index("fn") if "fn" in code.co_freevars else None
         _WRAPPED["functions"] = () if at is None else tuple(
             f.__closure__[at].cell_contents for f in gc.get_objects()
             if type(f) is types.FunctionType and f.__code__ is code)
-        _WRAPPED["modules"] = len(sys.modules)
+        _WRAPPED["modules"] = torch_modules
     return _WRAPPED["functions"]
 
 

@@ -73,14 +73,14 @@ def test_a_low_profile_is_raised_to_what_a_run_moved(host, tmp_path, monkeypatch
     more, and the bounds are recomputed from it: never a bound above the measured time."""
     monkeypatch.setenv("SOLAR_CACHE_DIR", str(tmp_path))
     d = probe(measure=False)
-    d["dram_bytes_per_s"] = 1e9  # far below any DRAM of the last decade
+    d["dram_bytes_per_s"] = 1e8  # far below any DRAM, and below what a run moves on a loaded box
     (tmp_path / "host.toml").write_text(to_toml(d))
     report = H.headroom_file(str(CORPUS / "ops_norm_layer_noaffine.py"), "cpu", "host")
     e = report.entries[0]
     h = e.headroom
     raised = load_chip("host")
-    assert raised.dram_bytes_per_s > 1e9 and "raised from 1.0 GB/s" in raised.sources["dram_bytes_per_s"]
-    assert any("raised from 1.0" in w for w in h["warnings"]), h["warnings"]
+    assert raised.dram_bytes_per_s > 1e8 and "raised from 0.1 GB/s" in raised.sources["dram_bytes_per_s"]
+    assert any("raised from 0.1" in w for w in h["warnings"]), h["warnings"]
     assert not any("SOL violation" in w for w in h["warnings"]), h["warnings"]
     assert h["measured_s"] >= e.totals["t_fused_s"]
     assert h["measured_s"] >= e.totals["t_cache_aware_s"]

@@ -288,3 +288,35 @@ def test_the_golden_runs_peak_holds_the_replayed_body(tmp_path):
     big = max(p.tensors[t].numel for q in body for t in q.outputs if t not in p.views)
     assert big >= 2 * 9 * 200000  # the product [2, 9, 200000] is the body's
     assert peak_bytes(p, checked) >= 3 * 8 * big
+
+
+LARGE_STATE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        for i in range(12):
+            x = x * 1.01 + 0.5 if i % 2 else torch.relu(x)
+        return x
+
+
+def get_inputs():
+    return [torch.randn(1024, 1024)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_loop_over_a_large_state_stays_unrolled(tmp_path):
+    """12 elementwise steps over a 4 MiB state: unrolled they stream as one kernel, while a
+    rolled body would hand the state through DRAM at every step; the loop is left unrolled and
+    the cache-aware bytes are the compulsory x in, x out."""
+    path = write(tmp_path, "chain.py", LARGE_STATE)
+    p = lowered(path)[2].program
+    assert all(op.repeat == 1 for op in p.ops)
+    e = analyze(path, True)
+    assert e.totals["bytes_cache_aware"] == e.totals["bytes_fused"] == 2 * 4 * 2**20

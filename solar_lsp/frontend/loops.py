@@ -33,6 +33,7 @@ from solar_lsp.ir.core import Call, Expr, Kernel, Load, Op, Program, TensorType,
 #: False: leave Python loops unrolled (one copy of the step's ops per iteration).
 REROLL = True
 MIN_TRIPS = 3
+MAX_CARRY_BYTES = 1 << 20  # a carried state this small stays on chip on every chip we price
 MAX_PERIODS = 8  # candidate block lengths tried per start position
 STEPPED = ("select", "slice")  # views whose index may move by a constant per block
 # ops whose values are drawn at random: each step's draw differs, so a replay of one body
@@ -156,9 +157,20 @@ def _match(p: Program, run: _Run) -> _Run | None:
             run.T = i
             break
         run.loc.append(loc)
-    if run.T < MIN_TRIPS or set(run.carries) & run.invariant:
+    if run.T < MIN_TRIPS or set(run.carries) & run.invariant or not _rolls_soundly(p, run):
         return None
     return run
+
+
+def _rolls_soundly(p: Program, run: _Run) -> bool:
+    """Whether the rolled form prices like the unrolled one. The cache-aware model prices one
+    body per step, so the state a step hands to the next goes through DRAM unless it fits on
+    chip, while unrolled, a chain of elementwise steps over a large state streams as one
+    kernel (12 relu/mul-add steps over a 4 MiB x: one pass unrolled, a round trip per step
+    rolled). So a loop rolls only when its carried state is at most ``MAX_CARRY_BYTES``: it
+    stays on chip either way, and both forms charge the same traffic."""
+    carried = sum(p.tensors[t].numel * 8 for t in run.carries if t in p.tensors)  # 8: widest dtype
+    return carried <= MAX_CARRY_BYTES
 
 
 def _block_map(p: Program, run: _Run, i: int, locals_of: dict[str, int]) -> dict[str, str] | None:

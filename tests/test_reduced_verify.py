@@ -249,3 +249,47 @@ def test_shrinking_keeps_structural_values_and_divisibility():
     ns: dict = {}
     exec(compile(rewrite_module(src, "<x>", values), "<x>", "exec"), ns)
     assert (ns["batch_size"], ns["n_head"], ns["N"], ns["shape"]) == (32, 8, 1024, (32, 3, 56))
+
+
+GROUPED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, groups):
+        super().__init__()
+        assert out_channels % 4 == 0  # as ShuffleNet's unit checks
+        mid = out_channels // 4
+        self.c1 = nn.Conv2d(in_channels, mid, 1, groups=groups)
+        self.c2 = nn.Conv2d(mid, out_channels, 1, groups=groups)
+
+    def forward(self, x):
+        return torch.relu(self.c2(torch.relu(self.c1(x))))
+
+
+batch_size = 10
+in_channels = 240
+out_channels = 480
+groups = 3
+height = 512
+width = 512
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, groups]
+"""
+
+
+def test_a_factor_that_breaks_the_code_gives_way_to_a_smaller_one(tmp_path):
+    """480 / 16 = 30 fails the file's own `% 4` check; the search then tries 8 (60 passes, and
+    every channel count stays a multiple of the 3 groups) instead of giving up."""
+    e = analyze(write(tmp_path, "grouped.py", GROUPED), 2048 * MB)  # 32.7 GB: first factor 16
+    v = e.verification
+    assert v["status"] == "verified", v
+    assert v["reduced"]["out_channels"] % 4 == 0 and v["reduced"]["in_channels"] % 3 == 0
+    assert v["reduced"]["out_channels"] < 480

@@ -465,10 +465,16 @@ def search(full: Program, limits: Limits, variant: Variant, retrace: Retrace,
     s = _Search(full, limits, variant, retrace)
     for anon in ((True, False) if anonymous else (False,)):
         got = s.descend(anon, FLOOR)
+        failed_at = s.factor
         if got == "failed" and s.best is None:
             got = s.descend(anon, FLOOR_IF_FAILED)
         elif got == "stuck" and s.best is None:  # on from where the floor of 2 stopped
             got = s.descend(anon, FLOOR_IF_STUCK, s.factor)
+        while got == "failed" and s.best is None and failed_at > 2:
+            # a smaller factor keeps more divisibility (480 / 16 = 30 breaks a `% 4` check
+            # that 480 / 8 = 60 passes): try it before giving up
+            failed_at //= 2
+            got = s.descend(anon, FLOOR, failed_at)
         if isinstance(got, Found):
             return got
         if s.best is not None:

@@ -39,7 +39,13 @@ from solar_lsp.verify.counts_jax import check_jax_counts
 from solar_lsp.verify.golden_jax import MANUAL_EVALS, Golden, golden_run, run_order, tensor_steps
 from solar_lsp.verify.op_check import check_op
 from solar_lsp.verify.propagate import compare_outputs, program_unit, run_ops
-from solar_lsp.verify.stream import SCALED_SHARE, SCALES, peak_bytes, release_memory, schedule
+from solar_lsp.verify.stream import (
+    SCALED_SHARE,
+    peak_bytes,
+    release_memory,
+    scaled_passes,
+    schedule,
+)
 
 REPLAY_POINTS = 5e7  # loop points a replay may execute (all iterations together)
 REPLAY_STEPS = 50_000  # op executions a replay may take
@@ -260,19 +266,10 @@ def _scaled(traced: JaxTraced, lowered: JaxLowered, ops: list[Op], seed: int, sa
             detail: str, args: list[Any]) -> tuple[str, str, dict]:
     """The second pass at each scale of the inputs (check_torch's rule): the entry's status,
     detail and the ``scaled_inputs`` JSON."""
-    done: list[str] = []
-    for scale in SCALES:
+    def run(scale: float) -> list | str:
         checks = checked_run(traced, lowered, ops, seed, samples, scale, args)
-        if isinstance(checks, str):  # the user's code may refuse such inputs: nothing to say
-            return "verified", detail, {"scaled_inputs": {"scales": done,
-                                                          "skipped": f"x{scale:g}: {checks.lstrip(' :')}"}}
-        bad = next((c for c in checks if c.status == "mismatch"), None)
-        if bad is not None:
-            return "mismatch", f"at inputs x{scale:g}: {bad.op} (line {bad.line}): {bad.detail}", {
-                "scaled_inputs": {"scales": done, "mismatch": f"x{scale:g}"}}
-        done.append(f"x{scale:g}")
-    return "verified", f"{detail}; scaled inputs: verified at {', '.join(done)}", {
-        "scaled_inputs": {"scales": done}}
+        return checks.lstrip(" :") if isinstance(checks, str) else checks
+    return scaled_passes(run, detail)
 
 
 def loop_tensors(lowered: JaxLowered) -> set[str]:

@@ -49,13 +49,13 @@ from solar_lsp.verify.parts import (
     part_of,
     parts_by_owner,
 )
-from solar_lsp.verify.stream import peak_bytes, release_memory, schedule
-
-# The second pass (issue 16 item 5): the entry's float inputs scaled, where the golden run is
-# cheap (its peak under 1/SCALED_SHARE of the budget); inference only (a loss's targets would
-# be scaled too).
-SCALES = (1e-3, 1e2)
-SCALED_SHARE = 8
+from solar_lsp.verify.stream import (
+    SCALED_SHARE,
+    peak_bytes,
+    release_memory,
+    scaled_passes,
+    schedule,
+)
 
 
 def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
@@ -96,18 +96,8 @@ def _scaled(traced: Traced, lowered: Lowered, module: types.ModuleType, ops: lis
             samples: int, detail: str) -> tuple[str, str, dict]:
     """The second pass at each scale of the inputs: the entry's status, detail and the
     ``scaled_inputs`` JSON."""
-    done: list[str] = []
-    for scale in SCALES:
-        checks = checked_run(traced, lowered, module, ops, seed, samples, scale=scale)
-        if isinstance(checks, str):  # the user's code may refuse such inputs: nothing to say
-            return "verified", detail, {"scaled_inputs": {"scales": done, "skipped": f"x{scale:g}: {checks}"}}
-        bad = next((c for c in checks if c.status == "mismatch"), None)
-        if bad is not None:
-            return "mismatch", f"at inputs x{scale:g}: {bad.op} (line {bad.line}): {bad.detail}", {
-                "scaled_inputs": {"scales": done, "mismatch": f"x{scale:g}"}}
-        done.append(f"x{scale:g}")
-    return "verified", f"{detail}; scaled inputs: verified at {', '.join(done)}", {
-        "scaled_inputs": {"scales": done}}
+    return scaled_passes(
+        lambda scale: checked_run(traced, lowered, module, ops, seed, samples, scale=scale), detail)
 
 
 def checked_run(traced: Traced, lowered: Lowered, module: types.ModuleType, ops: list, seed: int,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from solar_lsp.ir.core import Op, Program
@@ -33,10 +34,28 @@ PART_COPIES = 2
 
 # The second pass (issue 16 item 5; docs/sol-model.md, "Scaled inputs"): the entry's float
 # inputs scaled, where the golden run is cheap (its peak under 1/SCALED_SHARE of the budget);
-# inference only (a loss's targets would be scaled too). The JAX verifier takes them from here
-# (check_torch.py keeps the same values: a JAX run never imports torch).
+# inference only (a loss's targets would be scaled too). Both verifiers run it through
+# ``scaled_passes`` (this module imports no framework).
 SCALES = (1e-3, 1e2)
 SCALED_SHARE = 8
+
+
+def scaled_passes(run: Callable[[float], list | str], detail: str) -> tuple[str, str, dict]:
+    """The second pass at each of ``SCALES``: ``run(scale)`` is one golden run's op checks
+    (or why the user's code refused such inputs). The entry's status, detail and the
+    ``scaled_inputs`` JSON."""
+    done: list[str] = []
+    for scale in SCALES:
+        checks = run(scale)
+        if isinstance(checks, str):  # the user's code may refuse such inputs: nothing to say
+            return "verified", detail, {"scaled_inputs": {"scales": done, "skipped": f"x{scale:g}: {checks}"}}
+        bad = next((c for c in checks if c.status == "mismatch"), None)
+        if bad is not None:
+            return "mismatch", f"at inputs x{scale:g}: {bad.op} (line {bad.line}): {bad.detail}", {
+                "scaled_inputs": {"scales": done, "mismatch": f"x{scale:g}"}}
+        done.append(f"x{scale:g}")
+    return "verified", f"{detail}; scaled inputs: verified at {', '.join(done)}", {
+        "scaled_inputs": {"scales": done}}
 
 
 @dataclass

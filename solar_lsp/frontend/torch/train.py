@@ -17,7 +17,6 @@ neither the loss nor a gradient) is left out.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import io
 import os
 import types
@@ -32,7 +31,7 @@ from torch.utils import _pytree as pytree
 
 from solar_lsp.frontend.errors import EntryError, Lowered, trace_error
 from solar_lsp.frontend.torch.attention_backward import AttentionAsOneOp
-from solar_lsp.frontend.torch.trace import Traced, build, decomp_table, line_of
+from solar_lsp.frontend.torch.trace import Traced, argument_names, build, decomp_table, line_of
 from solar_lsp.source.discover import Entry, TensorSpec
 
 LOSSES = ("mean", "sum")
@@ -64,7 +63,7 @@ def trace_train(module: types.ModuleType, entry: Entry, path: str, loss: str = "
     traced.loss_kind = loss
     params, buffers = dict(model.named_parameters()), dict(model.named_buffers())
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
-    _placeholders(traced, gm, params, buffers, tensors, _input_names(model, inputs))
+    _placeholders(traced, gm, params, buffers, tensors, argument_names(model, inputs))
     _phases_and_lines(traced, gm, path, entry.line)
     outs = [a for a in gm.graph.output_node().args[0] if isinstance(a, torch.fx.Node)]
     traced.loss = outs[0].name
@@ -246,17 +245,6 @@ def _placeholders(traced: Traced, gm: torch.fx.GraphModule, params: dict, buffer
         traced.targets[node.name] = target
     traced.input_specs = [TensorSpec(name, str(t.dtype).replace("torch.", ""), tuple(t.shape))
                           for name, t in zip(names, tensors)]
-
-
-def _input_names(model: torch.nn.Module, inputs: tuple) -> list[str]:
-    """The forward's names of its tensor arguments (``input<i>`` where it has none)."""
-    try:
-        names = [p.name for p in inspect.signature(model.forward).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        names = []
-    names += [f"input{i}" for i in range(len(names), len(inputs))]
-    return [n for n, t in zip(names, inputs) if isinstance(t, torch.Tensor)]
 
 
 def _phases_and_lines(traced: Traced, gm: torch.fx.GraphModule, path: str, entry_line: int) -> None:

@@ -37,6 +37,8 @@ def _cache_dir(tmp_path_factory, monkeypatch):
     # one cache directory for the whole session (compiled code is shared between tests)
     d = tmp_path_factory.getbasetemp() / "numba-cache"
     monkeypatch.setenv("SOLAR_CACHE_DIR", str(d))
+    # these tests are of the numba executor: no interpreted first tier (test_tiering below)
+    monkeypatch.setattr(ex, "EXECUTOR", "numba")
     yield
 
 
@@ -326,6 +328,7 @@ def test_numba_failure_falls_back(monkeypatch):
 
     monkeypatch.setattr(ex, "_load_module", broken_load)
     monkeypatch.setattr(ex, "_PY_MODULES", {})
+    monkeypatch.setattr(ex, "_NUMBA_FAILED", set())
     r = _rng()
     k = matmul(3, 4, 5, init="keep")
     arrays = {"A": r.standard_normal((3, 5)), "B": r.standard_normal((5, 4)), "C": np.ones((3, 4))}
@@ -383,7 +386,7 @@ def test_second_process_hits_disk_cache(tmp_path):
         print(f"{t2 - t1:.4f} {t1 - t0:.4f}")
         """
     )
-    env = dict(os.environ, SOLAR_CACHE_DIR=str(tmp_path))
+    env = dict(os.environ, SOLAR_CACHE_DIR=str(tmp_path), SOLAR_EXECUTOR="numba")
     times = []
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,

@@ -149,6 +149,7 @@ def test_bitwise_on_float_is_reported_not_guessed():
 @pytest.mark.parametrize("interp", [False, True], ids=["numba", "python"])
 def test_bit_functions_execute_in_int64(interp, monkeypatch):
     monkeypatch.setattr(ex, "FORCE_INTERPRETER", interp)
+    monkeypatch.setattr(ex, "EXECUTOR", "numba")
     a = np.array([0, 1, -1, 7, -8, 1000, -1000, 2**40 + 5, -(2**40) - 3], dtype=np.int64)
     b = np.array([3, 0, 5, 1, 2, 7, 3, 9, 1], dtype=np.int64)
     ref = {"band": a & b, "bor": a | b, "bxor": a ^ b, "bnot": ~a, "shl": a << b, "shr": a >> b}

@@ -12,6 +12,13 @@ If numba cannot compile a module, the same source is executed as plain Python wi
 numpy float64 scalars (IEEE semantics, slow but identical); the reason is logged and
 recorded in ``FALLBACKS``.
 
+Tiered execution: numba's first use in a process costs 0.7-1.2 s (its import, the CPU
+target's set-up, loading a cached kernel), while the same source interpreted costs about
+1-3 us per loop iteration. So a process that has not used numba yet interprets kernels
+until ``INTERPRET_WORK`` loop iterations are spent, and numba takes over from the first
+call that would go past it (docs/architecture.md §4). A small check in a cold ``solar
+analyze`` never imports numba; warm processes call :func:`warm_up` and use numba throughout.
+
 All arithmetic is float64.  Loads that cannot be proven in bounds (from the loop
 extents and the guards) get explicit bounds checks that raise ``IndexError``.
 """
@@ -39,14 +46,21 @@ log = logging.getLogger(__name__)
 
 # In-process cache: generated source -> imported module (numba dispatchers inside).
 _MODULES: dict[str, types.ModuleType] = {}
-# Sources numba failed to compile -> the pure-Python module that replaces them.
+# Generated source -> the same source as a pure-Python module (interpreted tier, fallbacks).
 _PY_MODULES: dict[str, types.ModuleType] = {}
+# Sources numba failed to compile: always interpreted from then on.
+_NUMBA_FAILED: set[str] = set()
 # (kernel name, reason) for every numba fallback taken in this process.
 FALLBACKS: list[tuple[str, str]] = []
 # Counters: modules created, first calls (compile or disk-cache load) and their seconds.
 STATS: dict[str, float] = {"modules": 0, "first_calls": 0, "first_call_s": 0.0, "fallbacks": 0}
 # Set to True to skip numba entirely (debugging, tests of the fallback path).
 FORCE_INTERPRETER = False
+# "tiered" (the default: interpret until INTERPRET_WORK, then numba) or "numba" (numba for
+# every call: tests of the numba path); $SOLAR_EXECUTOR sets it for a process.
+EXECUTOR = os.environ.get("SOLAR_EXECUTOR", "tiered")
+INTERPRET_WORK = 2e5  # loop iterations: about 0.2-0.6 s interpreted, under numba's start-up
+_tier = {"interpreted": 0.0, "numba_live": False}
 
 
 # ---------------------------------------------------------------- module loading
@@ -89,6 +103,7 @@ def _load_module(source: str) -> types.ModuleType:
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
+    _tier["numba_live"] = True
     _MODULES[source] = mod
     STATS["modules"] += 1
     return mod
@@ -112,8 +127,41 @@ def _python_module(source: str) -> types.ModuleType:
     return mod
 
 
-def _invoke(k: Kernel, plan: KernelPlan, fn: str, args: tuple, out: np.ndarray) -> None:
-    if FORCE_INTERPRETER or plan.source in _PY_MODULES:
+def warm_up() -> None:
+    """Import numba and set up its CPU target once (about 0.7 s), so that a long-lived
+    process (the server's worker, ``solar coverage``) pays it at start and runs every kernel
+    compiled."""
+    import numba
+
+    numba.njit(cache=False)(_warm_kernel)(1.0)
+    _tier["numba_live"] = True
+
+
+def _warm_kernel(x: float) -> float:
+    return x + 1.0
+
+
+def _interpret(work: float) -> bool:
+    """Whether this call runs interpreted: before numba's first use in the process, while
+    the interpreted loop iterations stay under ``INTERPRET_WORK``."""
+    if EXECUTOR != "tiered" or _tier["numba_live"]:
+        return False
+    if _tier["interpreted"] + work > INTERPRET_WORK:
+        return False
+    _tier["interpreted"] += work
+    return True
+
+
+def _work(k: Kernel, points: int | None = None) -> float:
+    """Loop iterations of one call: every loop in full, or the reduction loops per point."""
+    if points is None:
+        return float(math.prod(n for _, n in k.loops))
+    return float(points * math.prod(n for v, n in k.loops if v in k.reduce_vars))
+
+
+def _invoke(k: Kernel, plan: KernelPlan, fn: str, args: tuple, out: np.ndarray,
+            work: float = math.inf) -> None:
+    if FORCE_INTERPRETER or plan.source in _NUMBA_FAILED or _interpret(work):
         with np.errstate(all="ignore"):
             getattr(_python_module(plan.source), fn)(*args)
         return
@@ -146,7 +194,7 @@ def _fallback(k: Kernel, plan: KernelPlan, reason: str) -> None:
     FALLBACKS.append((k.name, reason))
     STATS["fallbacks"] += 1
     log.warning("numba could not compile kernel %s, using the Python interpreter: %s", k.name, reason)
-    _python_module(plan.source)
+    _NUMBA_FAILED.add(plan.source)
 
 
 # ---------------------------------------------------------------- public API
@@ -214,7 +262,7 @@ def _ep(k: Kernel, unit: float, top: float | None, slack: float = 0.0) -> np.nda
 def run_kernel(k: Kernel, arrays: dict[str, np.ndarray]) -> None:
     """Execute ``k`` in full, writing into ``arrays[k.out.tensor]``."""
     plan, args, out, target = _prepare(k, arrays)
-    _invoke(k, plan, "run", (*args, _NO_ERR), args[0])
+    _invoke(k, plan, "run", (*args, _NO_ERR), args[0], _work(k))
     _copy_back(k, arrays, out, target)
 
 
@@ -241,7 +289,7 @@ def run_kernel_err(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str, n
     errors[o + "#mag"] = (np.abs(_f64(arrays[o])) if k.init == "keep" or k.op == "=" else np.zeros(shape))
     plan, args, out, target = _prepare(k, arrays, errors)
     ep = _ep(k, unit, top, slack)
-    _invoke(k, plan, "run_err", (*args, ep), args[0])
+    _invoke(k, plan, "run_err", (*args, ep), args[0], _work(k))
     _copy_back(k, arrays, out, target)
     eo, mo = args[1].reshape(shape), args[2].reshape(shape)
     errors[o] = eo + ep[0] * mo if k.op == "+=" else eo
@@ -293,7 +341,8 @@ def sample_kernel_err(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str
     vals = np.empty(len(pts), dtype=np.float64)
     mags = np.empty(len(pts), dtype=np.float64)
     out_err = np.empty(len(pts), dtype=np.float64)
-    _invoke(k, plan, "sample", (*args, _ep(k, unit, top, slack), pts, vals, mags, out_err), vals)
+    _invoke(k, plan, "sample", (*args, _ep(k, unit, top, slack), pts, vals, mags, out_err), vals,
+            _work(k, len(pts)))
     return vals, mags, out_err
 
 

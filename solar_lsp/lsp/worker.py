@@ -260,9 +260,11 @@ def main(argv: list[str] | None = None) -> None:
     import torch  # noqa: F401
 
     from solar_lsp.frontend.torch.trace import warm_up
+    from solar_lsp.ir import execute
     from solar_lsp.pipeline import analyze  # noqa: F401
-    from solar_lsp.verify import check_torch  # noqa: F401  (numba, the golden run)
+    from solar_lsp.verify import check_torch  # noqa: F401  (the golden run)
     warm_up()
+    execute.warm_up()  # numba's import and CPU target (ir/execute.py: tiered execution)
     if args.jax:
         try:
             import jax  # noqa: F401

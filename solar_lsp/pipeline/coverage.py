@@ -247,7 +247,8 @@ def _warm_up(verify: bool) -> None:
     from solar_lsp.frontend.torch.trace import warm_up
     warm_up()
     if verify:
-        from solar_lsp.verify import check_torch as _verify  # noqa: F401  (imports numba)
+        from solar_lsp.ir import execute
+        execute.warm_up()  # numba's import and CPU target, once: every file then runs compiled
 
 
 def run_coverage(root: str, config: Any = None, chips: list | None = None,

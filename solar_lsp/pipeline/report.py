@@ -5,6 +5,8 @@ The CLI table, the JSON document and (later) the language server all read these.
 
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,6 +145,17 @@ class FileReport:
         return self.error is None and all(e.status == "ok" for e in self.entries)
 
     def to_json(self) -> dict[str, Any]:
-        return {"tool": {"name": "solar-lsp", "version": __version__}, "file": self.file,
+        return {"tool": {"name": "solar-lsp", "version": __version__, "imported": imported()},
+                "file": self.file,
                 "hardware": self.hardware, "error": self.error,
                 "entries": [e.to_json() for e in self.entries]}
+
+
+# the libraries a run imports only when it needs them (docs/architecture.md, "Start-up")
+OPTIONAL_IMPORTS = ("numba", "sympy", "jax", "torch._dynamo", "pulp", "matplotlib", "anthropic")
+
+
+def imported() -> list[str]:
+    """Which of ``OPTIONAL_IMPORTS`` this process has really imported (a lazy stand-in in
+    ``sys.modules`` is a ModuleType subclass, so it does not count): why a run took long."""
+    return [m for m in OPTIONAL_IMPORTS if type(sys.modules.get(m)) is types.ModuleType]

@@ -45,6 +45,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from solar_lsp.frontend.torch import lazy_shapes
 from solar_lsp.frontend.torch.fake_recurrent import RECURRENT_OPS, meta_outputs
 
 _DATA_FACTORIES = (torch.tensor, torch.as_tensor, torch.asarray)
@@ -266,7 +267,9 @@ def _dynamo_disabled() -> tuple:
 
 
 def warm_up() -> None:
-    """Find the ``torch._disable_dynamo`` wrappers now, not during the first trace."""
+    """Find the ``torch._disable_dynamo`` wrappers now, not during the first trace, and put
+    the sympy-free stand-in for symbolic_shapes in place (lazy_shapes.py)."""
+    lazy_shapes.install()
     _dynamo_disabled()
 
 
@@ -342,6 +345,7 @@ def trace_meta(model: torch.nn.Module, inputs: tuple, names: list[str], whole: l
     if any(not isinstance(t, torch.Tensor) and any(isinstance(x, torch.Tensor) for x in pytree.tree_leaves(t))
            for t in inputs):
         raise Refused("a nested input")
+    lazy_shapes.install()
     graph = torch.fx.Graph()
     rec = _Recorder(graph, table)
     info = Inputs()

@@ -76,11 +76,9 @@ class Traced:
 
 
 def warm_up() -> None:
-    """Build the decomposition tables the tracer uses and import what the first meta kernel
-    would import (sympy, through torch._check), about 1 s once per process, so that it counts
+    """Build the decomposition tables the tracer uses, once per process, so that it counts
     as start-up time, not as the first entry's trace time; workers call it at start. It
-    imports neither torch.export's tracer nor torch._dynamo."""
-    import torch.fx.experimental.symbolic_shapes  # noqa: F401  (sympy: torch._check imports it)
+    imports neither torch.export's tracer nor torch._dynamo, nor sympy (lazy_shapes.py)."""
     _tables()
     metatrace.warm_up()
 

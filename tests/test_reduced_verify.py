@@ -87,9 +87,11 @@ SIZE_DEPENDENT = """
     """
 
 
-def analyze(path: str, budget: int):
+def analyze(path: str, budget: int, budget_max: int | None = None):
+    """``budget`` as a hard limit unless ``budget_max`` is given (the reduced-size path)."""
     from solar_lsp.pipeline.analyze import Config, analyze_file
-    return only_entry(analyze_file(path, Config(budget_bytes=budget)))
+    return only_entry(analyze_file(path, Config(budget_bytes=budget,
+                                                budget_max_bytes=budget_max or budget)))
 
 
 def test_pragma_entry_over_budget_is_verified_at_reduced_symbols(tmp_path):
@@ -293,3 +295,16 @@ def test_a_factor_that_breaks_the_code_gives_way_to_a_smaller_one(tmp_path):
     assert v["status"] == "verified", v
     assert v["reduced"]["out_channels"] % 4 == 0 and v["reduced"]["in_channels"] % 3 == 0
     assert v["reduced"]["out_channels"] < 480
+
+
+def test_no_reduced_size_fits_so_the_larger_budget_verifies_at_full_size(tmp_path):
+    """Size-dependent code has no reduced size with the same lowering; under --budget-max the
+    full size fits, so it is verified there, and the detail says why and under which budget."""
+    path = write(tmp_path, "dep.py", SIZE_DEPENDENT)
+    hard = analyze(path, 1 * MB).verification
+    assert hard["status"] == "unverified"
+    e = analyze(path, 1 * MB, budget_max=2048 * MB)
+    v = e.verification
+    assert v["status"] == "verified", v
+    assert "reduced" not in v
+    assert "under the larger budget of 2 GiB" in v["detail"] and "lowering differs" in v["detail"]

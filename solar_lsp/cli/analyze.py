@@ -114,6 +114,7 @@ def _config(args, chips) -> Config:
         elif args.target_hz:
             cfg.target_s = units.parse_hz(args.target_hz)
         cfg.budget_bytes = units.parse_size(args.budget)
+        cfg.budget_max_bytes = max(cfg.budget_bytes, units.parse_size(args.budget_max))
         cfg.verify = not args.no_verify
         cfg.policy = Policy(tf32_matmul=args.tf32 == "all", tf32_conv=args.tf32 != "none")
     cfg.llm = llm_config(args)

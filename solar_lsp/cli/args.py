@@ -9,6 +9,7 @@ from solar_lsp import __version__, units
 from solar_lsp.defaults import (
     DEFAULT_ANALYZE_TIMEOUT_S,
     DEFAULT_BUDGET_BYTES,
+    DEFAULT_BUDGET_MAX_BYTES,
     DEFAULT_CHIP,
     DEFAULT_FILE_TIMEOUT_S,
 )
@@ -121,7 +122,12 @@ def _analyze_parser(sub) -> None:
     a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.add_argument("--no-verify", action="store_true", help="skip the numba verification")
     a.add_argument("--budget", default=str(DEFAULT_BUDGET_BYTES),
-                   help=f"memory budget of the golden run (default {DEFAULT_BUDGET_BYTES / 2**30:g} GiB)")
+                   help=f"memory a verified run aims at: larger problems verify at a reduced size "
+                        f"(default {DEFAULT_BUDGET_BYTES / 2**30:g} GiB)")
+    a.add_argument("--budget-max", default=str(DEFAULT_BUDGET_MAX_BYTES),
+                   help="the budget for an entry no reduced size of which fits --budget (weights "
+                        f"that do not shrink; default {DEFAULT_BUDGET_MAX_BYTES / 2**30:g} GiB; "
+                        "equal to --budget for a hard limit)")
     a.add_argument("--tf32", choices=["conv", "all", "none"], default="conv",
                    help="which fp32 contractions may use TF32 tensor cores (PyTorch default: conv)")
     a.add_argument("--symbolic", action="store_true",

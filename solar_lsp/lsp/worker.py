@@ -70,6 +70,7 @@ def _config(d: dict, entry: str | None, path: str | None = None):
         cfg.onchip = d["onchip"]
     if d.get("budget_bytes"):
         cfg.budget_bytes = int(d["budget_bytes"])
+        cfg.budget_max_bytes = max(cfg.budget_bytes, cfg.budget_max_bytes)
     if path and d.get("symbols"):  # module globals the project varies as shape symbols
         cfg.symbols = file_symbols(path, d["symbols"])
     if d.get("llm"):  # the user's opt-in (setting `llm`); the key comes from the environment

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solar_lsp.bounds.sol import Policy
-from solar_lsp.defaults import DEFAULT_BUDGET_BYTES, DEFAULT_CHIP
+from solar_lsp.defaults import DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_MAX_BYTES, DEFAULT_CHIP
 from solar_lsp.pipeline.report import EntryReport
 
 
@@ -21,6 +21,8 @@ class Config:
     policy: Policy = field(default_factory=Policy)
     verify: bool = True
     budget_bytes: int = DEFAULT_BUDGET_BYTES
+    # used only when no reduced size fits budget_bytes (pipeline/reduced_verify.py)
+    budget_max_bytes: int = DEFAULT_BUDGET_MAX_BYTES
     dims: dict = field(default_factory=dict)
     entries: dict = field(default_factory=dict)  # name -> pragma, from [tool.solar]
     # module globals read by get_inputs/get_init_inputs that are shape symbols (global -> symbol

@@ -29,8 +29,10 @@ from solar_lsp.verify.core import Verification
 
 # (module, entry) -> (program, traced, lowered): one frontend's trace and lowering
 Retrace = Callable[[types.ModuleType, Entry], tuple[Program, Any, Any]]
-# (traced, lowered, module) -> the verifier's verdict
-Check = Callable[[Any, Any, types.ModuleType], Verification]
+# (traced, lowered, module, budget bytes) -> the verifier's verdict
+Check = Callable[[Any, Any, types.ModuleType, int], Verification]
+# budget bytes -> the limits a golden run must fit
+LimitsOf = Callable[[int], reduced.Limits]
 
 _COUNTER = itertools.count(1)
 
@@ -54,14 +56,14 @@ def verify_torch(module: types.ModuleType, entry: Entry, path: str, traced: Any,
             raise EntryError("lower", "the ops without a lowering differ")
         return lo.program, t, lo
 
-    def check(t: Any, lo: Any, mod: types.ModuleType) -> Verification:
-        return run(t, lo, mod, config.budget_bytes)
+    def check(t: Any, lo: Any, mod: types.ModuleType, budget: int) -> Verification:
+        return run(t, lo, mod, budget)
 
     if getattr(traced, "mode", "inference") == "train":  # the optimizer has no torch node to check
         ops = [op for op in lowered.program.ops if op.phase != "optimizer"]
         lowered = dataclasses.replace(lowered, program=dataclasses.replace(lowered.program, ops=ops))
-    limits = reduced.Limits.of_budget(config.budget_bytes, streamed=True)
-    return verify_entry(module, entry, path, (traced, lowered), config, limits, retrace, check)
+    return verify_entry(module, entry, path, (traced, lowered), config,
+                        lambda b: reduced.Limits.of_budget(b, streamed=True), retrace, check)
 
 
 def verify_jax(module: types.ModuleType, entry: Entry, path: str, traced: Any, lowered: Any,
@@ -84,29 +86,50 @@ def verify_jax(module: types.ModuleType, entry: Entry, path: str, traced: Any, l
             raise EntryError("lower", "the equations without a lowering differ")
         return lo.program, t, lo
 
-    def check(t: Any, lo: Any, mod: types.ModuleType) -> Verification:
-        return run(t, lo, config.budget_bytes)
+    def check(t: Any, lo: Any, mod: types.ModuleType, budget: int) -> Verification:
+        return run(t, lo, budget)
 
     if config.mode == "train":  # the optimizer has no jaxpr equation; a re-lowering has none
         ops = [op for op in lowered.program.ops if op.phase != "optimizer"]
         lowered = dataclasses.replace(lowered, program=dataclasses.replace(lowered.program, ops=ops))
-    limits = reduced.Limits.of_budget(config.budget_bytes, REPLAY_POINTS, streamed=True)  # stream.py
-    return verify_entry(module, entry, path, (traced, lowered), config, limits, retrace, check)
+    return verify_entry(module, entry, path, (traced, lowered), config,
+                        lambda b: reduced.Limits.of_budget(b, REPLAY_POINTS, streamed=True),  # stream.py
+                        retrace, check)
 
 
 def verify_entry(module: types.ModuleType, entry: Entry, path: str, full: tuple[Any, Any],
-                 config: Config, limits: reduced.Limits, retrace: Retrace, check: Check
+                 config: Config, limits_of: LimitsOf, retrace: Retrace, check: Check
                  ) -> tuple[dict, float]:
-    """Full size when it fits ``limits``; otherwise the first reduced size that does."""
+    """Full size when it fits the budget's limits; otherwise the first reduced size that does.
+    When none does (weights that do not shrink), the same again under ``budget_max_bytes``."""
     t0 = time.perf_counter()
+    result, fits = _verify_within(module, entry, path, full, config, config.budget_bytes,
+                                  limits_of, retrace, check)
+    if fits or config.budget_max_bytes <= config.budget_bytes:
+        return result, time.perf_counter() - t0
+    first = result.get("detail", "")
+    result, _ = _verify_within(module, entry, path, full, config, config.budget_max_bytes,
+                               limits_of, retrace, check)
+    result["detail"] = (f"{result.get('detail', '')} (under the larger budget of "
+                        f"{config.budget_max_bytes / 2**30:g} GiB, --budget-max: at "
+                        f"{config.budget_bytes / 2**30:g} GiB, {first})")
+    return result, time.perf_counter() - t0
+
+
+def _verify_within(module: types.ModuleType, entry: Entry, path: str, full: tuple[Any, Any],
+                   config: Config, budget: int, limits_of: LimitsOf, retrace: Retrace,
+                   check: Check) -> tuple[dict, bool]:
+    """The verdict under one budget, and whether it stands (False: unverified because the full
+    size is over the budget's memory and no reduced size fits it)."""
+    limits = limits_of(budget)
     traced, lowered = full
     program = lowered.program
     why = reduced.too_large(program, limits)
     if why is None:
-        v = check(traced, lowered, module)
+        v = check(traced, lowered, module, budget)
         why = reduced.hit_limit(v)
         if why is None:
-            return v.to_json(), v.seconds
+            return v.to_json(), True
         fallback = v.to_json()
     else:
         fallback = Verification("unverified", why).to_json()
@@ -115,15 +138,15 @@ def verify_entry(module: types.ModuleType, entry: Entry, path: str, full: tuple[
         found = _search(module, entry, path, program, config, limits, retrace, modules)
         if isinstance(found, str):
             fallback["detail"] += f"; not verified at a reduced size either: {found}"
-            return fallback, time.perf_counter() - t0
+            return fallback, limits.need(program) <= limits.bytes  # a larger budget may help
         t, lo, mod = found.payload
-        v = check(t, lo, mod)
+        v = check(t, lo, mod, budget)
         inputs = [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in t.input_specs]
-        return reduced.annotate(v.to_json(), found, inputs, why), time.perf_counter() - t0
+        return reduced.annotate(v.to_json(), found, inputs, why), True
     except Exception as exc:  # a bug of ours costs the reduced run only, never the bounds
         fallback["detail"] += (f"; verifying at a reduced size failed ({type(exc).__name__}: {exc}); "
                                "please report it")
-        return fallback, time.perf_counter() - t0
+        return fallback, True
     finally:
         for name in modules:
             sys.modules.pop(name, None)

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from solar_lsp.defaults import DEFAULT_BUDGET_BYTES as DEFAULT_BUDGET  # noqa: F401  (re-exported)
 from solar_lsp.ir.core import Kernel, Op, Program
 from solar_lsp.ir.validate import recurrence_var
 from solar_lsp.source.pragma import dtype_size
 
-DEFAULT_BUDGET = 2 * 1024**3
 SAMPLES = 64
 FULL_RUN_LIMIT = 1e9  # loop points an op may execute in full before it is left unverified
 

@@ -16,7 +16,8 @@ Tiered execution: numba's first use in a process costs 0.7-1.2 s (its import, th
 target's set-up, loading a cached kernel), while the same source interpreted costs about
 1-3 us per loop iteration. So a process that has not used numba yet interprets kernels
 until ``INTERPRET_WORK`` loop iterations are spent, and numba takes over from the first
-call that would go past it (docs/architecture.md §4). A small check in a cold ``solar
+call that would go past it (or from the start, when a verifier's :func:`plan` says its
+checks will not fit) (docs/architecture.md §4). A small check in a cold ``solar
 analyze`` never imports numba; warm processes call :func:`warm_up` and use numba throughout.
 
 All arithmetic is float64.  Loads that cannot be proven in bounds (from the loop
@@ -59,7 +60,7 @@ FORCE_INTERPRETER = False
 # "tiered" (the default: interpret until INTERPRET_WORK, then numba) or "numba" (numba for
 # every call: tests of the numba path); $SOLAR_EXECUTOR sets it for a process.
 EXECUTOR = os.environ.get("SOLAR_EXECUTOR", "tiered")
-INTERPRET_WORK = 2e5  # loop iterations: about 0.2-0.6 s interpreted, under numba's start-up
+INTERPRET_WORK = 3e5  # loop iterations: about 0.3-0.9 s interpreted, about numba's start-up
 _tier = {"interpreted": 0.0, "numba_live": False}
 
 
@@ -139,6 +140,14 @@ def warm_up() -> None:
 
 def _warm_kernel(x: float) -> float:
     return x + 1.0
+
+
+def plan(work: float) -> None:
+    """A verifier says how many loop iterations it is about to run: if they will not all fit
+    what is left of ``INTERPRET_WORK``, numba runs every call from the first one, rather than
+    after an interpreted start that would be wasted."""
+    if EXECUTOR == "tiered" and not _tier["numba_live"] and _tier["interpreted"] + work > INTERPRET_WORK:
+        _tier["interpreted"] = math.inf
 
 
 def _interpret(work: float) -> bool:

@@ -327,6 +327,27 @@ def _check_last(p: Program, op: Op, last: Kernel, golden: dict[str, Any], arrays
     return _compare_whole(p, t, arrays, errors, golden, num[0])
 
 
+def check_work(ops: list[Op], samples: int) -> float:
+    """About how many kernel loop iterations checking ``ops`` once executes, as
+    ``_check_kernels`` runs them (every kernel but a sampled last one in full; a sampled last
+    one at ``sample_points``' count times its reduction): what the executor's tiers are chosen
+    by (ir/execute.py)."""
+    work = 0.0
+    for op in ops:
+        for k in op.kernels[:-1]:
+            work += k.points
+        if not op.kernels:
+            continue
+        last = op.kernels[-1]
+        if not _sampled(last):
+            work += last.points
+            continue
+        outs = max(1, math.prod(last.extents[v] for v in last.out_vars))
+        per_point = max(1, last.points // outs)
+        work += per_point * max(samples, min(math.isqrt(outs) + 1, int(SAMPLE_BUDGET // per_point)))
+    return work
+
+
 def sample_points(k: Kernel, shape: tuple[int, ...], samples: int, rng: np.random.Generator) -> np.ndarray:
     """Where to check a kernel too large to run in full: the first and last two indices of
     every output dimension (and the corners), and at random max(samples, sqrt(outputs))

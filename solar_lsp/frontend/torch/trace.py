@@ -110,9 +110,15 @@ def line_of(stack_trace: str | None, path: str) -> int | None:
         return None
     line = None
     for file, ln in _FRAME.findall(stack_trace):
-        if file == path or os.path.realpath(file) == path:
+        if file == path or _realpath(file) == path:
             line = int(ln)
     return line
+
+
+@functools.lru_cache(maxsize=4096)
+def _realpath(file: str) -> str:
+    """``os.path.realpath``, once per file name: a 256-step loop's nodes carry 30,000 frames."""
+    return os.path.realpath(file)
 
 
 def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:

@@ -167,3 +167,38 @@ def test_scaled_pass_sees_jax_values_at_the_scaled_inputs(tmp_path, monkeypatch)
     assert v.status == "mismatch", v.detail
     assert v.detail.startswith("at inputs x100: "), v.detail
     assert v.extra["scaled_inputs"] == {"scales": ["x0.001"], "mismatch": "x100"}
+
+
+# a scan whose stacked outputs are read once, early, while a larger op comes after: the loop's
+# replay at the run's end still reads them, so they are live at that op's peak too
+SCAN_THEN_BIG = """
+    import jax
+    import jax.numpy as jnp
+
+
+    # solar: xs=f32[16,256,256], w=f32[256,4096]
+    @jax.jit
+    def f(xs, w):
+        def body(c, x):
+            c = jnp.tanh(c + x)
+            return c, c * 2.0
+        c, ys = jax.lax.scan(body, jnp.zeros((256, 256)), xs)
+        s = ys.sum(axis=0)
+        return jnp.exp(s @ w)
+    """
+
+
+def test_the_peak_counts_what_the_loop_replays_hold_to_the_end(tmp_path):
+    from solar_lsp.verify import check_jax
+    from solar_lsp.verify.stream import peak_bytes
+
+    traced, lowered = _lowered(write(tmp_path, "scan_big.py", SCAN_THEN_BIG))
+    p = lowered.program
+    ops = [op for op in p.ops if op.phase != "optimizer"]
+    held = check_jax.loop_tensors(lowered)
+    ys = 16 * 256 * 256 * 4
+    assert peak_bytes(p, ops, held) - peak_bytes(p, ops) >= ys
+    budget = (peak_bytes(p, ops) + peak_bytes(p, ops, held)) // 2
+    v = check_jax.verify(traced, lowered, budget)  # the old estimate fitted; the held one does not
+    assert v.status == "unverified" and "budget" in v.detail, v.detail
+    assert check_jax.verify(traced, lowered, 2 * peak_bytes(p, ops, held)).status == "verified"

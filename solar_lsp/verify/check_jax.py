@@ -246,7 +246,7 @@ def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_B
     t0 = time.perf_counter()
     p = lowered.program
     ops = [op for op in p.ops if op.phase != "optimizer"]  # no jaxpr equation: its own check
-    peak = peak_bytes(p, ops)
+    peak = peak_bytes(p, ops, loop_tensors(lowered))  # held for the loop replays at the end
     refused = over_budget(p, budget_bytes, t0, peak)
     if refused is not None:
         return refused

@@ -101,10 +101,11 @@ def _bytes(p: Program, t: str, per_element: int | None = None) -> int:
     return tt.numel * (dtype_size(tt.dtype) if per_element is None else per_element)
 
 
-def peak_bytes(p: Program, ops: list[Op] | None = None) -> int:
+def peak_bytes(p: Program, ops: list[Op] | None = None, held: set[str] | frozenset = frozenset()) -> int:
     """Memory a streamed golden run needs at its peak: the framework's tensors live at each
     op (inputs and parameters throughout; a computed tensor from the op producing it to the
-    last op reading it) plus the float64 working set of checking that op."""
+    last op reading it, or to the end when it is ``held``: what JAX's loop replays read at the
+    run's end) plus the float64 working set of checking that op."""
     ops = p.ops if ops is None else ops
     first: dict[str, int] = {}
     last: dict[str, int] = {}
@@ -112,7 +113,7 @@ def peak_bytes(p: Program, ops: list[Op] | None = None) -> int:
         for t in op.outputs:
             first.setdefault(t, i)
         for t in op.inputs + op.outputs:
-            last[t] = i
+            last[t] = len(ops) - 1 if t in held else i
     always = sum(_bytes(p, t) for t in p.tensors if t not in first and t not in p.views)
     delta = [0] * (len(ops) + 1)
     for t, i in first.items():

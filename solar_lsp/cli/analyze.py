@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING
 
 from solar_lsp import units
 from solar_lsp.bounds.sol import Policy
@@ -24,6 +22,16 @@ from solar_lsp.pipeline.analyze import analyze_file
 from solar_lsp.pipeline.config import Config
 from solar_lsp.pipeline.limits import FileTimeout, time_limit
 from solar_lsp.source.symbols import file_symbols, parse_symbols, pyproject_solar
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def escape(text: str) -> str:
+    """rich's markup escape, imported when something is printed (rich.markup pulls in rich)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 class UsageError(ValueError):

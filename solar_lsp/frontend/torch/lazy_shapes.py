@@ -9,7 +9,9 @@ anything symbolic. :func:`install` puts two stand-ins in ``sys.modules``:
 * for symbolic_shapes, a module whose helpers answer plain values themselves and hand anything
   symbolic to the real function;
 * for sympy, a module whose ``Basic`` is a class nothing is an instance of. That is exact while
-  sympy is not imported: no sympy object can exist before sympy does.
+  sympy is not imported: no sympy object can exist before sympy does;
+* for ``torch.utils._sympy.functions``, a module whose names are such classes too, until they
+  are called or sympy is imported.
 
 Any other attribute (dunders included), or any symbolic argument, imports the real modules
 (sympy first), and ``sys.modules`` then holds them, so torch.export, make_fx, dynamo and our
@@ -30,12 +32,16 @@ LOADED_BY: list[str] = []
 
 
 def _load(name: str, why: str) -> types.ModuleType:
-    """The real module ``name``, imported on first need (its stand-in leaves first)."""
+    """The real module ``name``, imported on first need (its stand-in leaves first). When the
+    real sympy comes in, the stand-in for sympy's torch functions leaves ``sys.modules`` too."""
     mod = sys.modules.get(name)
-    if mod is not None and not isinstance(mod, (_StandIn, _SympyStandIn)):
+    if mod is not None and not isinstance(mod, (_StandIn, _SympyStandIn, _FunctionsStandIn)):
         return mod
     LOADED_BY.append(why)
     sys.modules.pop(name, None)
+    if name == "sympy" and isinstance(sys.modules.get(FUNCTIONS), _FunctionsStandIn):
+        del sys.modules[FUNCTIONS]  # imported for real when next asked (not now: it may be
+        # what is importing sympy, through torch.utils._sympy.numbers)
     return importlib.import_module(name)
 
 
@@ -52,6 +58,46 @@ class _StandIn(types.ModuleType):
         if name == "__path__":  # asked by every ``from ... import``: a module, not a package
             raise AttributeError(name)
         return getattr(_real(name), name)
+
+
+FUNCTIONS = "torch.utils._sympy.functions"
+
+
+class _LazyClass(type):
+    """A name of torch.utils._sympy.functions (sympy functions: ``Max``, ``FloorDiv``...)
+    while sympy is not imported: nothing is an instance or a subclass of it then, which is
+    exact; calling it, or any of its attributes, imports the real one. (A dtype conversion's
+    meta kernel imports ``Max`` from there without using it.)"""
+
+    def _target(cls) -> Any:
+        _load("sympy", f"{FUNCTIONS}.{cls.__name__}")
+        return getattr(_load(FUNCTIONS, cls.__name__), cls.__name__)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return sympy_loaded() and isinstance(obj, cls._target())
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return sympy_loaded() and issubclass(sub, cls._target())
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls._target()(*args, **kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(cls._target(), name)
+
+
+class _FunctionsStandIn(types.ModuleType):
+    """torch.utils._sympy.functions until something needs one of its names for real."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "__path__":  # a module, not a package
+            raise AttributeError(name)
+        if name.startswith("__") or sympy_loaded():
+            _load("sympy", f"{FUNCTIONS}.{name}")
+            return getattr(_load(FUNCTIONS, name), name)
+        lazy = _LazyClass(name, (), {"__module__": FUNCTIONS})
+        setattr(self, name, lazy)
+        return lazy
 
 
 class _NotSympy:
@@ -152,6 +198,11 @@ def install() -> bool:
     stand-in for symbolic_shapes is (or already was) in place."""
     if "sympy" not in sys.modules:
         sys.modules["sympy"] = _stand_in(_SympyStandIn, "sympy")
+    if FUNCTIONS not in sys.modules and not sympy_loaded():
+        import torch.utils._sympy as sympy_pkg  # torch's package: no sympy import of its own
+
+        sys.modules[FUNCTIONS] = _stand_in(_FunctionsStandIn, FUNCTIONS)
+        sympy_pkg.functions = sys.modules[FUNCTIONS]  # type: ignore[attr-defined]
     current = sys.modules.get(NAME)
     if current is not None:
         return isinstance(current, _StandIn)

@@ -68,6 +68,9 @@ def _at(text: str, symbols: list[str], sizes: dict[str, int]):
 
 @settings(max_examples=25, deadline=None)
 @given(st.dictionaries(st.tuples(st.integers(0, 3), st.integers(0, 3)), st.integers(-50, 50), max_size=8))
+# B's coefficient 12 - 4*A vanishes at A = 3, where B's degree is probed (found by a random run)
+@example({(0, 1): 12, (1, 1): -4})
+@example({(1, 1): 12, (2, 1): -7, (0, 1): 12})  # (A - 3)(A - 4) * B: vanishes at A = 3 and 4
 def test_fit_recovers_any_polynomial_of_degree_3_per_symbol(coeffs):
     a, b = sympy.symbols("A B", positive=True, integer=True)
     want = sum((c * a**i * b**j for (i, j), c in coeffs.items()), sympy.Integer(0))

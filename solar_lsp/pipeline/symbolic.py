@@ -267,17 +267,26 @@ def fit_counts(evaluate: Callable[[dict[str, int]], dict], symbols: list[str],
     sampler = _Sampler(evaluate, budget)
     fit = _attempt(sampler, symbols, 3, budget)
     if fit.why or not fit.exprs:  # a check failed: probe every symbol at all its points
-        again = _attempt(sampler, symbols, MAX_DEGREE + 2, budget)
-        if sum(e is not None for e in again.exprs.values()) >= sum(e is not None for e in fit.exprs.values()):
-            fit = again
+        fit = _better(fit, _attempt(sampler, symbols, MAX_DEGREE + 2, budget))
+    if fit.why:
+        # a symbol's degree is probed with the others at their first sizes, where a coefficient
+        # may vanish (12*B - 4*A*B along B at A = 3 looks constant): the full degree for all
+        fit = _better(fit, _attempt(sampler, symbols, MAX_DEGREE + 2, budget, full=True))
     fit.analyses = len(sampler.cache)
     return fit
 
 
-def _attempt(sampler: _Sampler, symbols: list[str], least: int, budget: int) -> Fit:
+def _better(fit: Fit, again: Fit) -> Fit:
+    """The attempt with at least as many formulas (the later one on a tie)."""
+    found = lambda f: sum(e is not None for e in f.exprs.values())  # noqa: E731
+    return again if found(again) >= found(fit) else fit
+
+
+def _attempt(sampler: _Sampler, symbols: list[str], least: int, budget: int,
+             full: bool = False) -> Fit:
     fit = Fit(list(symbols), axes={n: Axis(n) for n in symbols})
     try:
-        _fit(sampler, fit, least)
+        _fit(sampler, fit, least, full)
     except BudgetExceeded as exc:
         fit.exprs = {}
         fit.notes.append(f"no formulas: {exc} (the budget is {budget}; fewer symbols or a lower "
@@ -288,7 +297,9 @@ def _attempt(sampler: _Sampler, symbols: list[str], least: int, budget: int) -> 
     return fit
 
 
-def _fit(sampler: _Sampler, fit: Fit, least: int) -> None:
+def _fit(sampler: _Sampler, fit: Fit, least: int, full: bool = False) -> None:
+    """Probe each symbol's period and degree, interpolate on the grid they pin, check off it;
+    ``full``: every symbol at ``MAX_DEGREE`` whatever its probe said."""
     axes = list(fit.axes.values())
     _base(sampler, axes)
     if axes and axes[0].step > 1:
@@ -306,6 +317,9 @@ def _fit(sampler: _Sampler, fit: Fit, least: int) -> None:
                 axis.step *= 2
                 fit.notes.append(f"{axis.name} sampled on multiples of {axis.step} (the analysis "
                                  f"fails {exc}); the formulas hold there")
+    if full:
+        for axis in axes:
+            axis.degree = MAX_DEGREE
     grids = _grids(axes)
     need = {tuple(sorted(p.items())) for _, pts in grids for p in pts} - set(sampler.cache)
     if len(sampler.cache) + len(need) > sampler.budget:

@@ -6,7 +6,9 @@ other and a JAX-only analysis never imports torch.
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from dataclasses import dataclass, field
 
 from solar_lsp.ir.core import Program
@@ -46,12 +48,30 @@ class Lowered:
     loop_steps: dict[str, tuple] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=4096)
+def realpath(file: str) -> str:
+    """``os.path.realpath``, once per file name: a 256-step loop's nodes carry 30,000 frames,
+    and the build asks at every op."""
+    return os.path.realpath(file)
+
+
+def stack_line(path: str) -> int | None:
+    """The innermost frame of the running stack in ``path``: the user's line that called
+    into the tracer or the build."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if realpath(frame.f_code.co_filename) == path:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
 def user_line(exc: BaseException, path: str) -> int | None:
     """The innermost line of ``path`` in the exception's traceback (the user's own line)."""
     tb = exc.__traceback__
     line = None
     while tb is not None:
-        if os.path.realpath(tb.tb_frame.f_code.co_filename) == path:
+        if realpath(tb.tb_frame.f_code.co_filename) == path:
             line = tb.tb_lineno
         tb = tb.tb_next
     if line is None and isinstance(exc, SyntaxError):

@@ -28,7 +28,15 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from solar_lsp.frontend.errors import Lowered
-from solar_lsp.ir.core import Call, Expr, Kernel, Load, Op, Program, TensorType, loads
+from solar_lsp.ir.core import (
+    Load,
+    Op,
+    Program,
+    TensorType,
+    loads,
+    rename_kernel,
+    rename_loads,
+)
 
 #: False: leave Python loops unrolled (one copy of the step's ops per iteration).
 REROLL = True
@@ -220,7 +228,7 @@ def _same_op(a: Op, b: Op, names: dict[str, str], i: int, run: _Run) -> bool:
     if len(a.kernels) != len(b.kernels):
         return False
     ren = lambda t: names.get(t, t)  # noqa: E731
-    return all(_rename_kernel(ka, ren) == dataclasses.replace(kb, name="")
+    return all(dataclasses.replace(rename_kernel(ka, ren), name="") == dataclasses.replace(kb, name="")
                for ka, kb in zip(a.kernels, b.kernels))
 
 
@@ -237,17 +245,6 @@ def _view_step(ca: tuple, cb: tuple, i: int) -> int | None:
     return d // i if d % i == 0 and d else None
 
 
-def _rename_expr(e: Expr, ren) -> Expr:
-    if isinstance(e, Load):
-        return Load(ren(e.tensor), e.index)
-    if isinstance(e, Call):
-        return Call(e.fn, tuple(_rename_expr(x, ren) for x in e.args))
-    return e
-
-
-def _rename_kernel(k: Kernel, ren) -> Kernel:
-    return dataclasses.replace(k, name="", out=Load(ren(k.out.tensor), k.out.index),
-                               expr=_rename_expr(k.expr, ren))
 
 
 # ------------------------------------------------------------------ rewriting
@@ -270,7 +267,7 @@ def _rewrite(lowered: Lowered, run: _Run, tag: str) -> int | None:
     ren = lambda t: last.get(t, t)  # noqa: E731  the last block's values, under block 0's names
     for op in rest:
         op.inputs = [ren(t) for t in op.inputs]
-        op.kernels = [dataclasses.replace(k, expr=_rename_expr(k.expr, ren)) for k in op.kernels]
+        op.kernels = [dataclasses.replace(k, expr=rename_loads(k.expr, ren)) for k in op.kernels]
     p.views = {v: ren(b) for v, b in p.views.items()}
     p.outputs = [ren(t) for t in p.outputs]
     for op in body:
@@ -381,7 +378,7 @@ def _stack_shift(C: Op, T: int, m: int) -> tuple[int, int] | None:
                 return None
             found = (dim, off // k)
             same = dataclasses.replace(kk, name="", out=Load(k0.out.tensor, k0.out.index),
-                                       expr=_rename_expr(kk.expr, lambda t: q))
+                                       expr=rename_loads(kk.expr, lambda t: q))
             if same != dataclasses.replace(k0, name=""):
                 return None
     return found

@@ -10,8 +10,8 @@ tensors between them (the composition layer: views carry no arithmetic).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 
 # Scalar vocabulary: name -> (arity, is_transcendental). Arity -1 means variadic.
 SCALAR_FUNCS: dict[str, tuple[int, bool]] = {
@@ -158,6 +158,15 @@ def loads(expr: Expr) -> list[Load]:
     return [e for e in walk(expr) if isinstance(e, Load)]
 
 
+def rename_loads(expr: Expr, rename: Callable[[str], str]) -> Expr:
+    """``expr`` with every tensor read renamed (a loop step's tensors onto another step's)."""
+    if isinstance(expr, Load):
+        return Load(rename(expr.tensor), expr.index)
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(rename_loads(x, rename) for x in expr.args))
+    return expr
+
+
 def call(fn: str, *args: Expr | float | int) -> Call:
     """Build a call, wrapping Python numbers as constants."""
     return Call(fn, tuple(a if isinstance(a, (Load, Const, Index, Call)) else Const(float(a)) for a in args))
@@ -232,6 +241,11 @@ class Kernel:
             if ld.tensor not in names:
                 names.append(ld.tensor)
         return names
+
+
+def rename_kernel(k: Kernel, rename: Callable[[str], str]) -> Kernel:
+    """``k`` with its output and every read renamed (see :func:`rename_loads`)."""
+    return replace(k, out=Load(rename(k.out.tensor), k.out.index), expr=rename_loads(k.expr, rename))
 
 
 @dataclass

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.frontend.errors import EntryError, stack_line, user_line
 from solar_lsp.hardware.chips import load_chip
 from solar_lsp.hardware.hostprobe import host_toml_path, raise_dram_bandwidth
 from solar_lsp.measure.headroom_jax import headroom_jax_entry
@@ -110,7 +110,7 @@ class LineLabels:
 
         class _Mode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
-                line = outer._line()
+                line = stack_line(outer.path)
                 if line is None:
                     return func(*args, **(kwargs or {}))
                 outer.ops += 1
@@ -124,13 +124,6 @@ class LineLabels:
     def __exit__(self, *exc):
         self._mode.__exit__(*exc)
 
-    def _line(self) -> int | None:
-        f = sys._getframe(2)
-        while f is not None:
-            if os.path.realpath(f.f_code.co_filename) == self.path:
-                return f.f_lineno
-            f = f.f_back
-        return None
 
 
 def _flusher(device: str, chip_bytes: int):

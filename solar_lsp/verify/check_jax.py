@@ -22,7 +22,6 @@ import numpy as np
 from solar_lsp.frontend.errors import user_line
 from solar_lsp.frontend.jax.lower import JaxLowered, LoopInfo
 from solar_lsp.frontend.jax.trace import JaxTraced, Lit
-from solar_lsp.ir import execute
 from solar_lsp.ir.core import Op, Program
 from solar_lsp.units import plural
 from solar_lsp.verify.core import (
@@ -38,12 +37,12 @@ from solar_lsp.verify.core import (
 from solar_lsp.verify.counts import CheckedVerification, with_counts
 from solar_lsp.verify.counts_jax import check_jax_counts
 from solar_lsp.verify.golden_jax import MANUAL_EVALS, Golden, golden_run, run_order, tensor_steps
-from solar_lsp.verify.op_check import check_op, check_work
+from solar_lsp.verify.op_check import check_op
 from solar_lsp.verify.propagate import compare_outputs, program_unit, run_ops
 from solar_lsp.verify.stream import (
     SCALED_SHARE,
-    SCALES,
     peak_bytes,
+    plan_passes,
     release_memory,
     scaled_passes,
     schedule,
@@ -250,14 +249,15 @@ def verify(traced: JaxTraced, lowered: JaxLowered, budget_bytes: int = DEFAULT_B
     refused = over_budget(p, budget_bytes, t0, peak)
     if refused is not None:
         return refused
-    execute.plan((1 + len(SCALES)) * check_work(ops, samples))  # interpreted or numba (ir/execute.py)
+    scaled = scaled and peak * SCALED_SHARE <= budget_bytes  # the second pass fits
+    plan_passes(ops, samples, scaled)
     args: list[Any] = []  # the entry's real arguments, built once for every pass
     checks = checked_run(traced, lowered, ops, seed, samples, args=args)
     if isinstance(checks, str):
         return Verification("unverified", f"golden run failed{checks}", seconds=time.perf_counter() - t0)
     status, detail = _summary(checks, lowered)
     extra: dict[str, Any] = {}
-    if status == "verified" and scaled and peak * SCALED_SHARE <= budget_bytes:
+    if status == "verified" and scaled:
         status, detail, extra = _scaled(traced, lowered, ops, seed, samples, detail, args)
     counts = check_jax_counts(traced, lowered)  # counts beside values: docs/sol-model.md
     out = with_counts(Verification(status, detail, checks, time.perf_counter() - t0), counts)

@@ -25,7 +25,6 @@ from solar_lsp.frontend.errors import EntryError, Lowered
 from solar_lsp.frontend.torch.devices import device_map
 from solar_lsp.frontend.torch.metatrace import without_dynamo_import
 from solar_lsp.frontend.torch.trace import Traced, build, constant_values
-from solar_lsp.ir import execute
 from solar_lsp.units import plural
 from solar_lsp.verify.core import (  # noqa: F401  (re-exported: callers import them from here)
     DEFAULT_BUDGET,
@@ -39,7 +38,7 @@ from solar_lsp.verify.core import (  # noqa: F401  (re-exported: callers import 
 )
 from solar_lsp.verify.counts import check_counts, with_counts
 from solar_lsp.verify.counts_torch import NodeFlops, randomize_parameters
-from solar_lsp.verify.op_check import RANDOM_DETAIL, check_op, check_work
+from solar_lsp.verify.op_check import RANDOM_DETAIL, check_op
 from solar_lsp.verify.parts import (
     LOOP_DETAIL,
     StepInputs,
@@ -52,8 +51,8 @@ from solar_lsp.verify.parts import (
 )
 from solar_lsp.verify.stream import (
     SCALED_SHARE,
-    SCALES,
     peak_bytes,
+    plan_passes,
     release_memory,
     scaled_passes,
     schedule,
@@ -77,13 +76,14 @@ def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
     flops = NodeFlops()
     low = for_check(lowered)  # a repeated loop's steps, each checked on its own (verify/parts.py)
     checked = [op for op in low.program.ops if op.phase != "optimizer" and part_of(op) is None]
-    execute.plan((1 + len(SCALES)) * check_work(checked, samples))  # interpreted or numba (ir/execute.py)
+    scaled = traced.mode != "train" and peak * SCALED_SHARE <= budget_bytes  # the second pass fits
+    plan_passes(checked, samples, scaled)
     checks = checked_run(traced, low, module, checked, seed, samples, flops)
     if isinstance(checks, str):
         return Verification("unverified", f"golden run failed: {checks}", seconds=time.perf_counter() - t0)
     status, detail = _summary(checks, lowered)
     extra: dict[str, Any] = {}
-    if status == "verified" and traced.mode != "train" and peak * SCALED_SHARE <= budget_bytes:
+    if status == "verified" and scaled:
         low = for_check(lowered, middle=False)  # a loop's first and last steps (verify/parts.py)
         checked = [op for op in low.program.ops if op.phase != "optimizer" and part_of(op) is None]
         status, detail, extra = _scaled(traced, low, module, checked, seed, samples, detail)

@@ -26,7 +26,7 @@ import numpy as np
 from solar_lsp.bounds import sol
 from solar_lsp.frontend.errors import Lowered
 from solar_lsp.ir import execute
-from solar_lsp.ir.core import Call, Expr, Kernel, Load, Op, Program
+from solar_lsp.ir.core import Load, Op, Program, rename_kernel
 from solar_lsp.verify.core import (
     FULL_CHECK,
     FULL_RUN_LIMIT,
@@ -306,7 +306,7 @@ def _step_op(q: Program, op: Op, ren: dict[str, str], slices: dict, t: int, trip
             q.views[r(o)] = r(q.views[o])
     return dataclasses.replace(op, id=f"{op.id}@{t}/{trips}", inputs=[r(x) for x in op.inputs],
                                outputs=[r(x) for x in op.outputs], call=call, repeat=1,
-                               kernels=[_renamed(k, r) for k in op.kernels])
+                               kernels=[rename_kernel(k, r) for k in op.kernels])
 
 
 def _stack_op(piece: str, whole: str, dim: int, width: int, steps: list[tuple[Op, str]]) -> Op:
@@ -319,19 +319,9 @@ def _stack_op(piece: str, whole: str, dim: int, width: int, steps: list[tuple[Op
         for k in op.kernels:
             idx = list(k.out.index)
             idx[dim] = dataclasses.replace(idx[dim], const=idx[dim].const + t * width)
-            kernels.append(dataclasses.replace(_renamed(k, lambda x, to=to: to.get(x, x)),
+            kernels.append(dataclasses.replace(rename_kernel(k, lambda x, to=to: to.get(x, x)),
                                                name=f"{k.name}_{t}", out=Load(whole, tuple(idx))))
     return dataclasses.replace(op, id=f"{op.id}@stack", inputs=[s for _, s in steps], outputs=[whole],
                                kernels=kernels, repeat=1)
 
 
-def _renamed(k: Kernel, r) -> Kernel:
-    return dataclasses.replace(k, out=Load(r(k.out.tensor), k.out.index), expr=_rename_expr(k.expr, r))
-
-
-def _rename_expr(e: Expr, r) -> Expr:
-    if isinstance(e, Load):
-        return Load(r(e.tensor), e.index)
-    if isinstance(e, Call):
-        return Call(e.fn, tuple(_rename_expr(x, r) for x in e.args))
-    return e

@@ -15,9 +15,10 @@ import ctypes.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from solar_lsp.ir import execute
 from solar_lsp.ir.core import Op, Program
 from solar_lsp.source.pragma import dtype_size
-from solar_lsp.verify.op_check import sampled_last
+from solar_lsp.verify.op_check import check_work, sampled_last
 from solar_lsp.verify.parts import parts_by_owner
 
 # Working set of checking one op, in float64 elements per element of a tensor it touches:
@@ -38,6 +39,12 @@ PART_COPIES = 2
 # ``scaled_passes`` (this module imports no framework).
 SCALES = (1e-3, 1e2)
 SCALED_SHARE = 8
+
+
+def plan_passes(ops: list[Op], samples: int, scaled: bool) -> None:
+    """Tell the kernel executor (ir/execute.py: interpreted or numba) how many loop iterations
+    checking ``ops`` will run: one golden run, and one per scale when ``scaled`` ones follow."""
+    execute.plan((1 + (len(SCALES) if scaled else 0)) * check_work(ops, samples))
 
 
 def scaled_passes(run: Callable[[float], list | str], detail: str) -> tuple[str, str, dict]:

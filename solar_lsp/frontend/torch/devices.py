@@ -17,14 +17,13 @@ Two things the user's code may ask for that this machine cannot, or should not, 
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from solar_lsp.frontend.errors import stack_line
 from solar_lsp.frontend.torch.metatrace import without_dynamo_import
 
 SMALL_BYTES = 1 << 20  # a tensor up to 1 MiB is built with its values during analysis
@@ -150,18 +149,8 @@ class DeviceMap(TorchFunctionMode):
         if kind is None or kind in ("cpu", "meta"):
             return False
         if kind not in self.asked:
-            self.asked[kind] = self._user_line()
+            self.asked[kind] = None if self.path is None else stack_line(self.path)
         return True
-
-    def _user_line(self) -> int | None:
-        if self.path is None:
-            return None
-        frame = sys._getframe(2)
-        while frame is not None:
-            if os.path.realpath(frame.f_code.co_filename) == self.path:
-                return frame.f_lineno
-            frame = frame.f_back
-        return None
 
     def _move(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """``.cuda()``, ``.pin_memory()``: the tensor itself; ``.to(device)`` and ``.cpu()``

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from solar_lsp.frontend.errors import EntryError, user_line
+from solar_lsp.frontend.errors import EntryError, realpath, user_line
 from solar_lsp.frontend.torch import metatrace
 from solar_lsp.frontend.torch.build import build, load_module  # noqa: F401 (re-exported)
 from solar_lsp.frontend.torch.devices import device_map
@@ -110,15 +110,9 @@ def line_of(stack_trace: str | None, path: str) -> int | None:
         return None
     line = None
     for file, ln in _FRAME.findall(stack_trace):
-        if file == path or _realpath(file) == path:
+        if file == path or realpath(file) == path:
             line = int(ln)
     return line
-
-
-@functools.lru_cache(maxsize=4096)
-def _realpath(file: str) -> str:
-    """``os.path.realpath``, once per file name: a 256-step loop's nodes carry 30,000 frames."""
-    return os.path.realpath(file)
 
 
 def trace(module: types.ModuleType, entry: Entry, path: str) -> Traced:

@@ -69,6 +69,7 @@ class KernelPlan:
     ip: tuple[int, ...]
     cv: tuple[float, ...]
     flagged: tuple[str, ...] = ()  # inputs whose error bounds are passed (EA0, EA1, ...)
+    native: tuple[str, ...] = ()  # float32 inputs passed as they are, each load made float64
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,11 @@ class _Pieces:
 class _Gen:
     """Source of one kernel's ``run`` and ``sample`` functions and the parameters they take."""
 
-    def __init__(self, k: Kernel, checked: bool, flagged: frozenset[str] = frozenset()):
+    def __init__(self, k: Kernel, checked: bool, flagged: frozenset[str] = frozenset(),
+                 native: frozenset[str] = frozenset()):
         self.k = k
         self.checked = checked
+        self.native = native
         self.flagged = flagged | {k.out.tensor}  # tensors whose error bounds are passed
         self.pos = {v: i for i, (v, _) in enumerate(k.loops)}
         if len(self.pos) != len(k.loops):
@@ -198,6 +201,8 @@ class _Gen:
         args: list[str] = []
         if isinstance(e, Load):
             rhs = self.index(e, lines, cse)
+            if e.tensor in self.native:  # exact: every float32 is a float64
+                rhs = f"np.float64({rhs})"
         elif isinstance(e, Index):
             rhs = f"np.float64({self.affine(e.expr)})"
         elif isinstance(e, Call):
@@ -284,6 +289,7 @@ class _Gen:
             ip=tuple(self.ip),
             cv=tuple(self.cv),
             flagged=tuple(t for t in self.tnames if t in self.flagged),
+            native=tuple(t for t in self.tnames if t in self.native),
         )
 
     def _init_lines(self, pc: _Pieces, ovpos: list[int], err: bool) -> list[tuple[int, str]]:
@@ -390,10 +396,12 @@ class _Gen:
 
 
 @functools.lru_cache(maxsize=4096)
-def kernel_plan(k: Kernel, checked: bool, flagged: frozenset[str] = frozenset()) -> KernelPlan:
+def kernel_plan(k: Kernel, checked: bool, flagged: frozenset[str] = frozenset(),
+                native: frozenset[str] = frozenset()) -> KernelPlan:
     """The generated source and arguments of ``k`` (``checked``: with bounds checks;
-    ``flagged``: inputs whose error bounds ``run_err`` and ``sample`` read), cached."""
-    return _Gen(k, checked, flagged).build()
+    ``flagged``: inputs whose error bounds ``run_err`` and ``sample`` read; ``native``: float32
+    inputs read as they are, each value converted on load), cached."""
+    return _Gen(k, checked, flagged, native).build()
 
 
 # ---------------------------------------------------------------- bounds proof

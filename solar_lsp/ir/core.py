@@ -282,6 +282,9 @@ class Program:
     ops: list[Op] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)  # user inputs
     params: list[str] = field(default_factory=list)  # weights, buffers, constants
+    # the module parameters among ``params`` whose values the golden run may draw itself
+    # (verify/core.lazy_weights: large ones, drawn at their first use; inference only)
+    weights: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     # view tensor -> the tensor it is a view of; views share storage with their base
     views: dict[str, str] = field(default_factory=dict)

@@ -216,8 +216,16 @@ def _f64(a) -> np.ndarray:
     return np.array(a, dtype=np.float64, order="C", copy=None)
 
 
+def _native(a) -> bool:
+    """A float32 input the caller chose to pass as it is (verify/core.kernel_input: one too
+    large to copy): the kernel converts each value it loads, exactly, so its results are the
+    same as from a float64 copy."""
+    return isinstance(a, np.ndarray) and a.dtype == np.float32 and a.flags.c_contiguous
+
+
 def _prepare(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray] | None = None):
-    """Float64 C-contiguous arrays (0-d made 1-d), the plan, and the out array to copy back.
+    """Float64 C-contiguous arrays (0-d made 1-d; a C-contiguous float32 input is passed
+    as it is, ``_native``), the plan, and the out array to copy back.
     With ``errors``, the arguments of ``run_err``/``sample``: the output's error and magnitude
     arrays follow it, and the error arrays of the inputs found in ``errors`` follow the inputs."""
     if k.out.tensor not in arrays:
@@ -230,7 +238,8 @@ def _prepare(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str, np.ndar
         if ld.tensor not in conv:
             if ld.tensor not in arrays:
                 raise KeyError(f"kernel {k.name}: input tensor {ld.tensor!r} missing")
-            conv[ld.tensor] = _f64(arrays[ld.tensor])
+            a = arrays[ld.tensor]
+            conv[ld.tensor] = a if _native(a) else _f64(a)
     for ld in [k.out, *loads(k.expr)]:
         if conv[ld.tensor].ndim != len(ld.index):
             raise ValueError(
@@ -238,8 +247,9 @@ def _prepare(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str, np.ndar
                 f"indexed with {len(ld.index)} subscripts"
             )
     checked = not in_bounds(k, {n: a.shape for n, a in conv.items()})
-    flagged = frozenset(t for t in conv if errors is not None and t in errors and t != k.out.tensor)
-    plan = kernel_plan(k, checked, flagged)
+    native = frozenset(t for t, a in conv.items() if t != k.out.tensor and a.dtype == np.float32)
+    flagged = frozenset(t for t in conv if errors is not None and t in errors and t != k.out.tensor) - native
+    plan = kernel_plan(k, checked, flagged, native)
     flat = {n: (a.reshape(1) if a.ndim == 0 else a) for n, a in conv.items()}
     params = (np.array(plan.ext, dtype=np.int64), np.array(plan.ip, dtype=np.int64),
               np.array(plan.cv, dtype=np.float64))
@@ -301,7 +311,10 @@ def run_kernel_err(k: Kernel, arrays: dict[str, np.ndarray], errors: dict[str, n
     _invoke(k, plan, "run_err", (*args, ep), args[0], _work(k))
     _copy_back(k, arrays, out, target)
     eo, mo = args[1].reshape(shape), args[2].reshape(shape)
-    errors[o] = eo + ep[0] * mo if k.op == "+=" else eo
+    if k.op == "+=":  # in place: a whole-tensor temporary less (verify/stream.py counts them)
+        np.multiply(mo, ep[0], out=mo)
+        np.add(eo, mo, out=eo)
+    errors[o] = eo
     del errors[o + "#mag"]
 
 

@@ -29,15 +29,17 @@ from solar_lsp.units import plural
 from solar_lsp.verify.core import (  # noqa: F401  (re-exported: callers import them from here)
     DEFAULT_BUDGET,
     FULL_RUN_LIMIT,
+    LAZY_BYTES,
     RTOL,
     SAMPLES,
     OpCheck,
     Verification,
     golden_bytes,
+    lazy_weights,
     over_budget,
 )
 from solar_lsp.verify.counts import check_counts, with_counts
-from solar_lsp.verify.counts_torch import NodeFlops, randomize_parameters
+from solar_lsp.verify.counts_torch import NodeFlops, draw_weight, randomize_parameters
 from solar_lsp.verify.op_check import RANDOM_DETAIL, check_op
 from solar_lsp.verify.parts import (
     LOOP_DETAIL,
@@ -210,7 +212,10 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
     ``consume``, when given, is called after each node with the values so far and may drop
     some; the interpreter then lets each node's value go after its last user. ``scale``
     multiplies the entry's float inputs (not the parameters)."""
-    model, inputs = build(module, traced.entry, traced.path, device="cpu", seed=seed)
+    lazy = ({lowered.node_of_tensor[t] for t in lazy_weights(lowered.program) if t in lowered.node_of_tensor}
+            if traced.mode != "train" else set())
+    model, inputs = build(module, traced.entry, traced.path, device="cpu", seed=seed,
+                          lazy_bytes=LAZY_BYTES if lazy else None)
     if scale != 1.0:
         inputs = tuple(x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                        for x in inputs)
@@ -221,6 +226,13 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
         for name, value in real_constants(traced, model, inputs).items():
             setattr(ep.graph_module, name, value)
     args = _graph_args(traced, model, inputs)
+    # a large weight is drawn at its first use and let go after its last (verify/core.LAZY_BYTES),
+    # whether the build left it on meta or not: no reference to the model's own stays
+    places = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    for i, node in enumerate(places):
+        if node.name in lazy and isinstance(args[i], torch.Tensor):
+            args[i] = torch.empty_strided(args[i].shape, args[i].stride(), dtype=args[i].dtype, device="meta")
+    del model
     for node in ep.graph.nodes:  # creation ops were traced on meta: replay them on the CPU
         dev = node.kwargs.get("device") if node.op == "call_function" else None
         if isinstance(dev, torch.device) and dev.type == "meta":
@@ -232,6 +244,11 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
 
     class Recorder(torch.fx.Interpreter):
         def run_node(self, n):
+            for a in n.all_input_nodes:
+                if a.name in lazy and self.env[a].device.type == "meta":
+                    self.env[a] = draw_weight(self.env[a], seed, a.name)
+                    for tensor in tensors_of.get(a.name, ()):
+                        golden[tensor] = self.env[a]
             if flops is None or n.op != "call_function":
                 out = super().run_node(n)
             else:
@@ -240,7 +257,7 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
                 flops.after(n, start, self.map_nodes_to_values(n.args, n))
             for tensor in tensors_of.get(n.name, ()):
                 v = _pick(tensor, out)
-                if isinstance(v, torch.Tensor):
+                if isinstance(v, torch.Tensor) and v.device.type != "meta":  # (a weight not drawn yet)
                     golden[tensor] = v
             if consume is not None:
                 consume(n.name, golden)

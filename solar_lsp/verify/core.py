@@ -132,6 +132,43 @@ def as_float64(t: Any) -> np.ndarray:
     return np.asarray(t, dtype=np.float64, order="C")  # no copy when already float64
 
 
+# A float32 golden input of this many elements or more reaches the kernels as it is, not as a
+# float64 copy (ir/execute._native): VGG16's first classifier weight, 103 M elements, would
+# take 822 MB more. Smaller ones are copied, so that common kernels keep one compiled form.
+NATIVE_ELEMENTS = 1 << 22
+
+
+# A module parameter of this many bytes or more is not built with the model for the golden
+# run: it is drawn at the first node that reads it and let go after the last (torch:
+# frontend/torch/build.py ``lazy_bytes``, verify/check_torch.py), so a model's large weights
+# are never all in memory at once (VGG16's classifier holds 0.48 of its 0.55 GB in two).
+LAZY_BYTES = 16 << 20
+_FLOATS = ("float64", "float32", "float16", "bfloat16")
+
+
+def lazy_weights(p: Program) -> set[str]:
+    """The parameters of ``p`` the golden run draws at their first use (``LAZY_BYTES``)."""
+    return {t for t in p.weights if t in p.tensors and p.tensors[t].dtype in _FLOATS
+            and t not in p.views and p.tensors[t].numel * dtype_size(p.tensors[t].dtype) >= LAZY_BYTES}
+
+
+def native_input(dtype: str, numel: int) -> bool:
+    """A golden input of this IR dtype and size is passed to kernels without a float64 copy."""
+    return dtype == "float32" and numel >= NATIVE_ELEMENTS
+
+
+def kernel_input(t: Any) -> np.ndarray:
+    """A golden input for the kernels: float64 (``as_float64``), or for a large float32 one
+    (``native_input``) its own values, C-contiguous, shared with the framework where they can be."""
+    shape, dt = tuple(getattr(t, "shape", ())), str(getattr(t, "dtype", "")).removeprefix("torch.")
+    if not native_input(dt, math.prod(shape)):
+        return as_float64(t)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(t, torch.Tensor):
+        return t.detach().cpu().contiguous().numpy()
+    return np.ascontiguousarray(np.asarray(t))
+
+
 def float64_at(t: Any, pos: np.ndarray) -> np.ndarray:
     """Float64 golden values of ``t`` at positions ``pos`` (rows of indices), without
     converting the whole tensor."""
@@ -221,6 +258,55 @@ def compare_bounded(tensor: str, pos: np.ndarray, got: np.ndarray, ref: np.ndarr
     w = _worst_of(tensor, pos, got, ref, np.where(np.isnan(diff), np.inf, diff), ~bad, ratio)
     w["ratio"] = float(ratio.max(initial=0.0))
     return w
+
+
+# Elements compared at once by ``compare_whole``: the comparison's temporaries (about nine
+# float64 arrays) stay at chunk size, not the tensor's.
+COMPARE_CHUNK = 1 << 18
+
+
+def nonzero(t: Any) -> np.ndarray:
+    """Where the golden value ``t`` is not zero (NaN included), as a bool array of its shape:
+    one byte per element, no float64 copy."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(t, torch.Tensor):
+        return (t.detach().cpu() != 0).numpy()
+    return np.asarray(np.asarray(t) != 0)
+
+
+def float64_slice(t: Any, start: int, stop: int) -> np.ndarray:
+    """Float64 golden values of ``t`` at flat (C-order) positions ``start:stop``, without
+    converting the whole tensor."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(t, torch.Tensor):
+        return as_float64(t.detach().reshape(-1)[start:stop])
+    return np.asarray(np.reshape(np.asarray(t), -1)[start:stop], dtype=np.float64)
+
+
+def compare_whole(tensor: str, got: np.ndarray, golden: Any, err: np.ndarray, dt: str, unit: float) -> dict:
+    """``compare_bounded`` over a whole tensor (``got`` and ``err`` of its shape, ``golden`` the
+    framework's value), chunk by chunk: the same worst point and ratio, in a working set of
+    ``COMPARE_CHUNK`` elements, with no float64 copy of the golden tensor."""
+    shape = tuple(np.shape(got))
+    flat_got, flat_err = np.reshape(got, -1), np.reshape(err, -1)
+    n = flat_got.size
+    if n <= COMPARE_CHUNK:
+        return compare_bounded(tensor, shape, got, as_float64(golden), err, dt, unit)
+    best: dict | None = None
+    top = 0.0
+    for start in range(0, n, COMPARE_CHUNK):
+        stop = min(n, start + COMPARE_CHUNK)
+        w = compare_bounded(tensor, (stop - start,), flat_got[start:stop], float64_slice(golden, start, stop),
+                            flat_err[start:stop], dt, unit)
+        if w["index"]:
+            w["index"] = [int(x) for x in np.unravel_index(start + w["index"][0], shape)]
+        top = max(top, w["ratio"])
+        # the point to report: the worst bad one, else the worst (the first of equals)
+        if best is None or (w["bad"], w["ratio"]) > (best["bad"], best["ratio"]):
+            best = w
+    assert best is not None
+    best["ratio"] = top
+    return best
 
 
 def compare_full(tensor: str, got: np.ndarray, ref: np.ndarray, dt: str, rng: np.random.Generator,

@@ -7,6 +7,7 @@ random so that an identity default cannot hide a dropped operand (docs/sol-model
 from __future__ import annotations
 
 import math
+import zlib
 from typing import Any
 
 import torch
@@ -138,6 +139,19 @@ def randomize_parameters(model: torch.nn.Module, seed: int) -> int:
             t.copy_(new.to(t.dtype))
             n += 1
     return n
+
+
+def draw_weight(like: torch.Tensor, seed: int, name: str) -> torch.Tensor:
+    """A large weight for the golden run, drawn where it is first read (verify/core.LAZY_BYTES):
+    the shape, strides and dtype of ``like``, uniform in +-1/sqrt(fan_in) (torch's default for
+    Linear and Conv weights), the same for the same ``seed`` and placeholder ``name`` in every
+    pass. Any values serve: each op is checked on the values its own node read."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
+    fan_in = like.numel() // like.shape[0] if like.dim() >= 2 and like.shape[0] else max(1, like.numel())
+    bound = 1.0 / math.sqrt(max(1, fan_in))
+    out = torch.empty_strided(like.shape, like.stride(), dtype=like.dtype)
+    with torch.no_grad():
+        return out.uniform_(-bound, bound, generator=g)
 
 
 _DRAWN = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # not fp8: no arithmetic

@@ -25,9 +25,12 @@ from solar_lsp.verify.core import (
     OpCheck,
     as_float64,
     compare_bounded,
+    compare_whole,
     float64_at,
     keep_worst,
+    kernel_input,
     mismatch,
+    nonzero,
     out_dtype,
     unit_range,
     unit_roundoff,
@@ -47,11 +50,15 @@ RANDOM_DETAIL = "random values: shape and dtype checked, values taken from the f
 
 
 def _arrays(p: Program, op: Op, golden: dict[str, Any]) -> dict[str, np.ndarray] | None:
+    """The op's golden inputs as its kernels read them (a large float32 one as it is, never
+    one the op also writes); a composition step's all float64."""
     arrays: dict[str, np.ndarray] = {}
+    written = set(op.outputs) | {k.out.tensor for k in op.kernels}
     for t in op.inputs:
         if t not in golden:
             return None
-        arrays[t] = as_float64(golden[t])
+        keep = op.kind == "compute" and t not in written
+        arrays[t] = kernel_input(golden[t]) if keep else as_float64(golden[t])
     return arrays
 
 
@@ -301,12 +308,12 @@ def _round_temp(p: Program, op: Op, t: str, arrays: dict[str, np.ndarray], error
 
 def _compare_whole(p: Program, t: str, arrays: dict[str, np.ndarray], errors: dict[str, np.ndarray],
                    golden: dict[str, Any], unit: float) -> dict:
-    got, ref = arrays[t], as_float64(golden[t])
-    if got.shape != ref.shape:
+    got, ref = arrays[t], golden[t]
+    if got.shape != tuple(np.shape(ref)):
         return {"tensor": t, "index": [], "expected": float("nan"), "got": float("nan"), "bad": True,
-                "ratio": float("inf"), "detail": f"shape {got.shape} vs {ref.shape}"}
+                "ratio": float("inf"), "detail": f"shape {got.shape} vs {tuple(np.shape(ref))}"}
     err = errors.get(t, np.zeros(got.shape))
-    return compare_bounded(t, tuple(got.shape), got, ref, err, out_dtype(p, t), unit)
+    return compare_whole(t, got, ref, err, out_dtype(p, t), unit)
 
 
 def _check_last(p: Program, op: Op, last: Kernel, golden: dict[str, Any], arrays: dict[str, np.ndarray],
@@ -372,15 +379,15 @@ def _unwritten(p: Program, op: Op, golden: dict[str, Any]) -> OpCheck | None:
         mask = np.zeros(shape, dtype=bool)
         for k in ks:
             execute.mark_written(k, mask)
-        ref = as_float64(golden[t])
         # a fresh output starts zeroed: elements no kernel writes are right where the framework
         # left them zero too (the gaps of a transposed conv whose stride exceeds its taps)
-        bad = ~mask & (ref != 0)
+        bad = ~mask & nonzero(golden[t])
         if not bad.any():
             continue
         missing = int(np.count_nonzero(bad))
         idx = [int(i) for i in np.argwhere(bad)[0]] if mask.ndim else []
-        w = {"tensor": t, "index": idx, "expected": float(ref[tuple(idx)]), "got": float("nan")}
+        at = np.array([idx], dtype=np.int64).reshape(1, len(idx))
+        w = {"tensor": t, "index": idx, "expected": float(float64_at(golden[t], at)[0]), "got": float("nan")}
         return OpCheck(op.id, op.line, "mismatch",
                        f"{t}{idx}: never written ({missing} of {mask.size} elements of {t} are nonzero "
                        "in the framework's output and not written)", w)

@@ -32,7 +32,7 @@ from solar_lsp.verify.core import (
     FULL_RUN_LIMIT,
     OpCheck,
     as_float64,
-    compare_bounded,
+    compare_whole,
     keep_worst,
     mismatch,
     out_dtype,
@@ -126,11 +126,11 @@ def check_with_parts(p: Program, op: Op, parts: list[Op], golden: dict[str, Any]
         return OpCheck(op.id, op.line, "unverified", f"executing the IR failed: {type(exc).__name__}: {exc}")
     worst = None
     for t in op.outputs:
-        got, ref = arrays[t], as_float64(golden[t])
-        if got.shape != ref.shape:
-            return OpCheck(op.id, op.line, "mismatch", f"{t}: shape {got.shape} vs {ref.shape}")
+        got, ref = arrays[t], golden[t]
+        if got.shape != tuple(np.shape(ref)):
+            return OpCheck(op.id, op.line, "mismatch", f"{t}: shape {got.shape} vs {tuple(np.shape(ref))}")
         err = errors.get(t, np.zeros(got.shape))
-        worst = keep_worst(worst, compare_bounded(t, tuple(got.shape), got, ref, err, out_dtype(p, t), unit))
+        worst = keep_worst(worst, compare_whole(t, got, ref, err, out_dtype(p, t), unit))
     if worst is not None and worst["bad"]:
         return mismatch(op, worst)
     steps = sum(q.repeat for q in parts if q.repeat > 1)

@@ -15,6 +15,7 @@ This module is framework-neutral: the caller re-traces a variant and runs its ve
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from solar_lsp.bounds.sol import part_of, parts_by_owner
 from solar_lsp.ir.core import Kernel, Op, Program
 from solar_lsp.ir.validate import recurrence_var
 from solar_lsp.verify.core import FULL_RUN_LIMIT, Verification, golden_bytes
+from solar_lsp.verify.op_check import injective
 from solar_lsp.verify.stream import peak_bytes
 
 KEEP = 8  # a value up to this is structural (kernel size, heads, layers): it never shrinks
@@ -88,6 +90,11 @@ class Cost:
     op_points: float
     loop_points: float
     op_kernels: float
+    # the largest op's full-run points by the verifier's own rule (op_check.injective: a grouped
+    # conv's ``64*g + o`` is sampled), where ``op_points`` counts every last kernel whose out
+    # index is not plain: the latter picks the size a reduced run aims at (small and fast), the
+    # former whether a size can be verified at all (``fits``)
+    op_points_exact: float = math.inf
 
     def over(self, limits: Limits) -> dict[str, float]:
         """How many times over each limit this is (<= 1: it fits)."""
@@ -96,6 +103,11 @@ class Cost:
     def ratio(self, limits: Limits) -> float:
         """How many times over the tightest limit this is."""
         return max(self.over(limits).values())
+
+    def fits(self, limits: Limits) -> bool:
+        """Within ``limits``, its largest op counted as the verifier will run it."""
+        exact = dataclasses.replace(self, op_points=min(self.op_points, self.op_points_exact))
+        return exact.ratio(limits) <= 1.0
 
 
 def _plain_out(k: Kernel) -> bool:
@@ -122,6 +134,16 @@ def op_points(op: Op, surely: bool = True) -> float:
     return pts
 
 
+def exact_points(op: Op) -> float:
+    """Loop points the verifier runs in full for ``op``, by its own rule: a last kernel whose
+    points are each final on their own (op_check.injective) is sampled."""
+    if op.kind != "compute" or not op.kernels:
+        return 0.0
+    last = op.kernels[-1]
+    run = recurrence_var(last) is not None or not injective(last)
+    return float(sum(k.points for k in op.kernels[:-1])) + (last.points if run else 0.0)
+
+
 def whole_points(op: Op, parts: dict[str, list[Op]], surely: bool = True) -> float:
     """:func:`op_points` of ``op`` with its parts' runs (``parts``: bounds.sol.parts_by_owner)."""
     return op_points(op, surely) + sum(k.points * q.repeat for q in parts.get(op.id, ()) for k in q.kernels)
@@ -135,10 +157,12 @@ def cost(p: Program, streamed: bool = False) -> Cost:
     parts = parts_by_owner(p)
     whole = [op for op in p.ops if part_of(op) is None]
     worst = max((whole_points(op, parts, surely=False) for op in whole), default=0.0)
+    exact = max((exact_points(op) + whole_points(op, parts) - op_points(op) for op in whole), default=0.0)
     loops = sum(sum(k.points for k in op.kernels) * op.repeat for op in whole if op.repeat > 1)
     kernels = max((len(op.kernels) + sum(len(q.kernels) * q.repeat for q in parts.get(op.id, ()))
                    for op in whole), default=0)
-    return Cost(float(peak_bytes(p) if streamed else golden_bytes(p)), worst, float(loops), float(kernels))
+    return Cost(float(peak_bytes(p) if streamed else golden_bytes(p)), worst, float(loops), float(kernels),
+                exact)
 
 
 def too_large(p: Program, limits: Limits) -> str | None:
@@ -447,13 +471,13 @@ class _Search:
             c = cost(got[0], self.limits.streamed)
             if c.ratio(target) <= 1.0:
                 return Found(named, got[0], got[1], self.tries)
-            if c.ratio(self.limits) <= 1.0 and self.best is None:
+            if c.fits(self.limits) and self.best is None:
                 self.best = Found(named, got[0], got[1], self.tries)
             f = _next_factor(f, full_cost, c, target)
-            if c.ratio(self.limits) > 1.0:
+            if not c.fits(self.limits):
                 where = ", ".join(f"{k}={v}" for k, v in named.items()) or "a reduced size"
                 self.why = (f"no reduced size fits the limits; at {where} the golden run needs "
-                            f"{units.nbytes(c.bytes)} and {c.op_points:.2g} loop points in one op")
+                            f"{units.nbytes(c.bytes)} and {min(c.op_points, c.op_points_exact):.2g} loop points in one op")
         return "stuck"
 
 

@@ -18,20 +18,28 @@ from dataclasses import dataclass, field
 from solar_lsp.ir import execute
 from solar_lsp.ir.core import Op, Program
 from solar_lsp.source.pragma import dtype_size
+from solar_lsp.verify.core import COMPARE_CHUNK, lazy_weights, native_input
 from solar_lsp.verify.op_check import check_work, sampled_last
 from solar_lsp.verify.parts import parts_by_owner
 
 # Working set of checking one op, in float64 elements per element of a tensor it touches:
-# an input is copied once; an output or op-internal buffer holds the IR's values and their
-# error bounds, and a whole-tensor comparison the golden value and ~4 temporaries
-# (verify/op_check.py, core.compare_bounded). An output checked at sampled points is touched
-# at those points only (its zeroed pages never become resident): counted once, to be safe.
+# an input is copied once (a large float32 one is not: ``_input_copy``); an output or
+# op-internal buffer holds the IR's values, their error bounds and, while its kernel runs,
+# their magnitudes; a whole-tensor comparison works through COMPARE_CHUNK elements at a time
+# with about COMPARE_TEMPS temporaries (core.compare_whole; measured: a 3.5 M-element tanh
+# took 4.1 float64 copies per element, its input's copy included). An output checked at
+# sampled points is touched at those points only (its zeroed pages never become resident):
+# counted once, to be safe.
 INPUT_COPIES = 1
-OUTPUT_COPIES = 7
+OUTPUT_COPIES = 3
+COMPARE_TEMPS = 10
 SAMPLED_COPIES = 1
 # A recurrence checked whole (verify/parts.py: a recurrent layer's parts, a Python loop's body
 # replayed T times) holds every buffer its parts write, values and error bounds, at once.
 PART_COPIES = 2
+# A JAX loop replay's compared tensor (verify/check_jax.py, propagate.compare_outputs): compared
+# whole, the golden value and the comparison's temporaries beside the values and bounds.
+LOOP_COMPARED_COPIES = 6
 
 # The second pass (issue 16 item 5; docs/sol-model.md, "Scaled inputs"): the entry's float
 # inputs scaled, where the golden run is cheap (its peak under 1/SCALED_SHARE of the budget);
@@ -110,15 +118,19 @@ def _bytes(p: Program, t: str, per_element: int | None = None) -> int:
 
 def peak_bytes(p: Program, ops: list[Op] | None = None, held: set[str] | frozenset = frozenset()) -> int:
     """Memory a streamed golden run needs at its peak: the framework's tensors live at each
-    op (inputs and parameters throughout; a computed tensor from the op producing it to the
+    op (inputs and parameters throughout, a large weight from the first op reading it; a computed tensor from the op producing it to the
     last op reading it, or to the end when it is ``held``: what JAX's loop replays read at the
     run's end) plus the float64 working set of checking that op."""
     ops = p.ops if ops is None else ops
     first: dict[str, int] = {}
     last: dict[str, int] = {}
+    lazy = lazy_weights(p)  # drawn at the first op reading them (verify/core.LAZY_BYTES)
     for i, op in enumerate(ops):
         for t in op.outputs:
             first.setdefault(t, i)
+        for t in op.inputs:
+            if t in lazy:
+                first.setdefault(t, i)
         for t in op.inputs + op.outputs:
             last[t] = len(ops) - 1 if t in held else i
     always = sum(_bytes(p, t) for t in p.tensors if t not in first and t not in p.views)
@@ -133,10 +145,22 @@ def peak_bytes(p: Program, ops: list[Op] | None = None, held: set[str] | frozens
         live += delta[i]
         outs = set(op.outputs) | {k.out.tensor for k in op.kernels}
         sampled = {op.kernels[-1].out.tensor} if op.kernels and sampled_last(p, op) else set()
-        work = sum(_bytes(p, t, 8 * INPUT_COPIES) for t in set(op.inputs) - outs)
+        work = sum(_input_copy(p, op, t) for t in set(op.inputs) - outs)
         work += sum(_bytes(p, t, 8 * (SAMPLED_COPIES if t in sampled else OUTPUT_COPIES)) for t in outs)
+        work += max((8 * COMPARE_TEMPS * min(p.tensors[t].numel, COMPARE_CHUNK)
+                     for t in outs - sampled if t in p.tensors), default=0)
         peak = max(peak, live + work + parts_work(p, op, parts.get(op.id, []), outs))
     return peak
+
+
+def _input_copy(p: Program, op: Op, t: str) -> int:
+    """Bytes of the copy checking ``op`` makes of its input ``t``: float64, or none for a
+    large float32 input a compute op's kernels read as it is (verify/core.native_input; a
+    view's values may need a float32 copy to be contiguous)."""
+    tt = p.tensors.get(t)
+    if tt is not None and op.kind == "compute" and native_input(tt.dtype, tt.numel):
+        return _bytes(p, t) if t in p.views else 0
+    return _bytes(p, t, 8 * INPUT_COPIES)
 
 
 def parts_work(p: Program, op: Op, parts: list[Op], counted: set[str]) -> int:
@@ -150,7 +174,7 @@ def parts_work(p: Program, op: Op, parts: list[Op], counted: set[str]) -> int:
         made |= {s[1] for s in op.call[5]}
         compared = set(op.call[6])
     out = sum(_bytes(p, t, 8 * PART_COPIES) for t in made - counted - compared)
-    return out + sum(_bytes(p, t, 8 * (OUTPUT_COPIES - INPUT_COPIES)) for t in compared)
+    return out + sum(_bytes(p, t, 8 * LOOP_COMPARED_COPIES) for t in compared)
 
 
 _LIBC: list = []

@@ -109,12 +109,20 @@ def _function_module(fn: Any) -> torch.nn.Module:
 
 
 def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta",
-          seed: int = 0, notes: list[dict] | None = None) -> tuple[torch.nn.Module, tuple]:
+          seed: int = 0, notes: list[dict] | None = None,
+          lazy_bytes: int | None = None) -> tuple[torch.nn.Module, tuple]:
     """Instantiate the entry's module and inputs on ``device`` ("meta" for analysis, "cpu" for
     verification; frontend/torch/devices.py says how small tensors keep their values and
     where GPU requests go). ``notes``, when given, gets one note per GPU device the code
-    asked for (EntryReport.notes)."""
+    asked for (EntryReport.notes). ``lazy_bytes`` (a CPU build for the golden run): the
+    model's parameters of that size or more are left on meta, for the golden run to draw at
+    their first use, when nothing else of the model's state depends on their values (else the
+    model is built in full, as without it)."""
     path = os.path.realpath(path)
+    if lazy_bytes is not None and device == "cpu":
+        lazy = _build_lazy(module, entry, path, seed, lazy_bytes)
+        if lazy is not None:
+            return lazy
     torch.manual_seed(seed)
     # a real GPU (`solar headroom --device cuda`) takes the code as it is
     where = torch.device(device) if device not in ("meta", "cpu") else build_devices(device, path)
@@ -134,6 +142,43 @@ def build(module: types.ModuleType, entry: Entry, path: str, device: str = "meta
     if notes is not None and isinstance(where, DeviceMap):
         notes.extend(where.notes())
     return model, tuple(inputs)
+
+
+def _build_lazy(module: types.ModuleType, entry: Entry, path: str, seed: int,
+                lazy_bytes: int) -> tuple[torch.nn.Module, tuple] | None:
+    """The model with its large tensors on meta (devices.DeviceMap ``lazy_bytes``) and the
+    inputs built in full; None when that fails or leaves on meta anything but a float
+    parameter (a buffer or attribute computed from a large tensor needs its values)."""
+    if entry.kind != "model" and not (entry.kind == "module" or isinstance(getattr(module, entry.name), type)):
+        return None  # a function has no parameters
+    torch.manual_seed(seed)
+    try:
+        with DeviceMap("cpu", path, lazy_bytes=lazy_bytes):
+            if entry.kind == "model":
+                model = getattr(module, entry.name)(*getattr(module, "get_init_inputs", lambda: [])())
+            else:
+                model = getattr(module, entry.name)(*entry.init_args, **dict(entry.init_kwargs))
+        with build_devices("cpu", path):
+            inputs = (list(module.get_inputs()) if entry.kind == "model"
+                      else [_spec_tensor(s, "cpu") for s in entry.inputs or ()])
+    except Exception:  # noqa: BLE001 - the full build below says what is wrong, if anything
+        return None
+    if not isinstance(model, torch.nn.Module):
+        return None
+    params = {id(t) for t in model.parameters()}
+    state = [*model.parameters(), *model.buffers(), *_attribute_tensors(model), *inputs]
+    for t in state:
+        if isinstance(t, torch.Tensor) and t.device.type == "meta" and (
+                id(t) not in params or not t.is_floating_point()):
+            return None
+    model.eval()
+    return model, tuple(inputs)
+
+
+def _attribute_tensors(model: torch.nn.Module) -> list:
+    """Plain tensor attributes of the model's modules (not parameters or buffers)."""
+    return [v for m in model.modules() for k, v in vars(m).items()
+            if k not in _MODULE_STATE and isinstance(v, torch.Tensor)]
 
 
 def _instantiate(module: types.ModuleType, entry: Entry, device: str) -> tuple[Any, list]:

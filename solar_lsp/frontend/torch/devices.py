@@ -90,6 +90,10 @@ def to_meta(obj: Any) -> Any:
     return obj
 
 
+class LazyBuildRefused(Exception):
+    """The user's code read or copied the values of a tensor a lazy build left on meta."""
+
+
 def _nbytes(obj: Any) -> int:
     return sum(t.numel() * t.element_size() for t in _tensors(obj))
 
@@ -103,11 +107,16 @@ class DeviceMap(TorchFunctionMode):
     with ``values``, build small tensors on the CPU with their values (module docstring).
     ``asked`` records each device the code named that was not used, with the user's line."""
 
-    def __init__(self, target: str, path: str | None = None, values: bool = False):
+    def __init__(self, target: str, path: str | None = None, values: bool = False,
+                 lazy_bytes: int | None = None):
         super().__init__()
         self.target = target
         self.path = path
         self.values = values and target == "meta"
+        # a CPU build for verification that makes every tensor of ``lazy_bytes`` or more, and
+        # anything computed from one, on meta (verify/core.LAZY_BYTES): build.py keeps such a
+        # build only when those are all parameters, which the golden run draws itself
+        self.lazy = lazy_bytes if target == "cpu" else None
         self.asked: dict[str, int | None] = {}
         self._live: dict[int, int] = {}  # CPU storage -> bytes, for the budget
         self._total = 0
@@ -141,7 +150,29 @@ class DeviceMap(TorchFunctionMode):
             return self._create(func, args, kwargs)
         if self.values:
             return self._compute(func, args, kwargs)
+        if self.lazy is not None:
+            return self._lazy(func, args, kwargs)
         return func(*args, **kwargs)
+
+    def _lazy(self, func: Callable, args: tuple, kwargs: dict) -> Any:
+        """A CPU build's op with large tensors left on meta (``lazy_bytes``): a large new
+        tensor is made on meta, and so is what is computed from one; a value read from one, or
+        an update of a CPU tensor from one, raises (build.py then builds for real)."""
+        if func in _FACTORIES and not (kwargs.get("device") is not None
+                                       and _device_type(kwargs["device"]) == "meta"):
+            probe = func(*args, **{**kwargs, "device": "meta"})
+            return probe if _nbytes(probe) >= self.lazy else func(*args, **kwargs)
+        tensors = _tensors(args) + _tensors(kwargs)
+        if not any(t.device.type == "meta" for t in tensors):
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name in _DIRECT or (name.endswith("_") and not name.startswith("__")):
+            if name in ("item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__") or (
+                    first is not None and first.device.type != "meta") or name == "__setitem__":
+                raise LazyBuildRefused(f"{name} reads the values of a large tensor")
+            return func(*args, **kwargs)
+        return func(*to_meta(args), **to_meta(kwargs))
 
     def _foreign(self, d: Any) -> bool:
         """Whether ``d`` is a device this build does not use (and note where the code asked)."""

@@ -73,6 +73,8 @@ def lower(traced: Traced) -> Lowered:
             kind = traced.kinds.get(node.name, "input")
             if lw.env[node.name] is not None:  # a complex input has no IR tensor
                 (prog.inputs if kind == "input" else prog.params).append(lw.env[node.name])
+                if kind == "param" and traced.mode != "train":
+                    prog.weights.append(lw.env[node.name])
         elif node.op == "get_attr":
             lw.define_outputs(node)
             if lw.env[node.name] is not None:

@@ -212,8 +212,7 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
     ``consume``, when given, is called after each node with the values so far and may drop
     some; the interpreter then lets each node's value go after its last user. ``scale``
     multiplies the entry's float inputs (not the parameters)."""
-    lazy = ({lowered.node_of_tensor[t] for t in lazy_weights(lowered.program) if t in lowered.node_of_tensor}
-            if traced.mode != "train" else set())
+    lazy = _lazy_nodes(traced, lowered)
     model, inputs = build(module, traced.entry, traced.path, device="cpu", seed=seed,
                           lazy_bytes=LAZY_BYTES if lazy else None)
     if scale != 1.0:
@@ -225,14 +224,8 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
         from solar_lsp.frontend.torch.train import real_constants
         for name, value in real_constants(traced, model, inputs).items():
             setattr(ep.graph_module, name, value)
-    args = _graph_args(traced, model, inputs)
-    # a large weight is drawn at its first use and let go after its last (verify/core.LAZY_BYTES),
-    # whether the build left it on meta or not: no reference to the model's own stays
-    places = [n for n in ep.graph.nodes if n.op == "placeholder"]
-    for i, node in enumerate(places):
-        if node.name in lazy and isinstance(args[i], torch.Tensor):
-            args[i] = torch.empty_strided(args[i].shape, args[i].stride(), dtype=args[i].dtype, device="meta")
-    del model
+    args = _lazy_args(ep, _graph_args(traced, model, inputs), lazy)
+    del model  # (a large weight's own values: let go)
     for node in ep.graph.nodes:  # creation ops were traced on meta: replay them on the CPU
         dev = node.kwargs.get("device") if node.op == "call_function" else None
         if isinstance(dev, torch.device) and dev.type == "meta":
@@ -268,6 +261,26 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
             (flops.mode if flops is not None else contextlib.nullcontext()):
         Recorder(ep.graph_module, garbage_collect_values=consume is not None).run(*args)
     return golden
+
+
+def _lazy_nodes(traced: Traced, lowered: Lowered) -> set[str]:
+    """The placeholders of the large weights the golden run draws itself (inference only)."""
+    if traced.mode == "train":
+        return set()
+    return {lowered.node_of_tensor[t] for t in lazy_weights(lowered.program) if t in lowered.node_of_tensor}
+
+
+def _lazy_args(ep: Any, args: list, lazy: set[str]) -> list:
+    """``args`` with the placeholders named in ``lazy`` (large weights, verify/core.LAZY_BYTES)
+    as meta tensors, drawn at their first use and let go after their last, whether the build
+    left them on meta or not: no reference to the model's own values stays."""
+    places = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    out = list(args)
+    for i, node in enumerate(places):
+        if node.name in lazy and isinstance(out[i], torch.Tensor):
+            t = out[i]
+            out[i] = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+    return out
 
 
 def _pick(tensor: str, out: Any) -> Any:

@@ -146,12 +146,15 @@ def draw_weight(like: torch.Tensor, seed: int, name: str) -> torch.Tensor:
     the shape, strides and dtype of ``like``, uniform in +-1/sqrt(fan_in) (torch's default for
     Linear and Conv weights), the same for the same ``seed`` and placeholder ``name`` in every
     pass. Any values serve: each op is checked on the values its own node read."""
-    g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
     fan_in = like.numel() // like.shape[0] if like.dim() >= 2 and like.shape[0] else max(1, like.numel())
     bound = 1.0 / math.sqrt(max(1, fan_in))
     out = torch.empty_strided(like.shape, like.stride(), dtype=like.dtype)
-    with torch.no_grad():
-        return out.uniform_(-bound, bound, generator=g)
+    # the default generator, its state restored after: a draw from a torch.Generator object here
+    # was followed, in about 3 of 10 cold runs of KernelBench L2 81 (2 threads), by a torch.tanh
+    # whose one thread's half was 5e-5 off (unexplained; none in 30 runs this way)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
+        return out.uniform_(-bound, bound)
 
 
 _DRAWN = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # not fp8: no arithmetic

@@ -247,8 +247,8 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
     Constant parameters and buffers (norm weights, running statistics) are redrawn at
     random first; ``flops``, when given, gets FlopCounterMode's count for every node.
     ``consume``, when given, is called after each node with the values so far (and a function
-    running that node again on the same inputs) and may drop some; the interpreter then lets each node's value go after its last user. ``scale``
-    multiplies the entry's float inputs (not the parameters)."""
+    running that node again on the same inputs) and may drop some; the interpreter then lets
+    each node's value go after its last user. ``scale`` multiplies the entry's float inputs."""
     lazy = _lazy_nodes(traced, lowered)
     model, inputs = build(module, traced.entry, traced.path, device="cpu", seed=seed,
                           lazy_bytes=LAZY_BYTES if lazy else None)
@@ -263,10 +263,7 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
             setattr(ep.graph_module, name, value)
     args = _lazy_args(ep, _graph_args(traced, model, inputs), lazy)
     del model  # (a large weight's own values: let go)
-    for node in ep.graph.nodes:  # creation ops were traced on meta: replay them on the CPU
-        dev = node.kwargs.get("device") if node.op == "call_function" else None
-        if isinstance(dev, torch.device) and dev.type == "meta":
-            node.kwargs = {**node.kwargs, "device": torch.device("cpu")}
+    _creation_on_cpu(ep)
     tensors_of: dict[str, list[str]] = {}
     for tensor, node in lowered.node_of_tensor.items():
         tensors_of.setdefault(node, []).append(tensor)
@@ -290,22 +287,32 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
                 if isinstance(v, torch.Tensor) and v.device.type != "meta":  # (a weight not drawn yet)
                     golden[tensor] = v
             if consume is not None:
-                consume(n.name, golden, lambda: self.again(n))
+                consume(n.name, golden, lambda: _again(self, n))
             return out
-
-        def again(self, n):
-            """Node ``n`` run once more on the same inputs, outside FlopCounterMode."""
-            if n.op != "call_function":
-                return None
-            args, kwargs = self.fetch_args_kwargs_from_env(n)
-            with _disable_current_modes():
-                return n.target(*args, **kwargs)
 
     # without_dynamo_import: FlopCounterMode's dispatch would import torch._dynamo (about 2 s)
     with torch.no_grad(), without_dynamo_import(), \
             (flops.mode if flops is not None else contextlib.nullcontext()):
         Recorder(ep.graph_module, garbage_collect_values=consume is not None).run(*args)
     return golden
+
+
+def _creation_on_cpu(ep: Any) -> None:
+    """Creation ops were traced on meta: replay them on the CPU."""
+    for node in ep.graph.nodes:
+        dev = node.kwargs.get("device") if node.op == "call_function" else None
+        if isinstance(dev, torch.device) and dev.type == "meta":
+            node.kwargs = {**node.kwargs, "device": torch.device("cpu")}
+
+
+def _again(interp: torch.fx.Interpreter, n: torch.fx.Node) -> Any:
+    """Node ``n`` run once more on the same inputs (still in ``interp``'s env), outside
+    FlopCounterMode: ``_second_run``'s second result."""
+    if n.op != "call_function":
+        return None
+    args, kwargs = interp.fetch_args_kwargs_from_env(n)
+    with _disable_current_modes():
+        return n.target(*args, **kwargs)
 
 
 def _lazy_nodes(traced: Traced, lowered: Lowered) -> set[str]:

@@ -100,6 +100,24 @@ def corpus_entry(name: str, verify: bool = True):
     return r.entries[0]
 
 
+def traced_file(path: str):
+    """The first entry of the file at ``path``: (traced, lowered, module, entry), as the
+    pipeline makes them; for tests that drive the verifier themselves."""
+    import importlib.util
+
+    from solar_lsp.frontend.torch.lower import lower
+    from solar_lsp.frontend.torch.trace import trace
+    from solar_lsp.source.discover import discover
+    from solar_lsp.source.reading import read_source
+
+    spec = importlib.util.spec_from_file_location(pathlib.Path(path).stem + "_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    entry = discover(read_source(path), path, {})[0]
+    traced = trace(module, entry, path)
+    return traced, lower(traced), module, entry
+
+
 # ---------------------------------------------------------------------------------------------
 # Parallel runs (pytest -n N): tests marked `serial` measure this machine (the host probe, timed
 # runs against its bounds), so nothing else may run beside them. Every test holds a shared lock

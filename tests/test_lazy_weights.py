@@ -6,10 +6,8 @@ checked on the values its own node read, and a wrong lowering is still caught.""
 
 from __future__ import annotations
 
-import importlib.util
-
 import torch
-from conftest import only_entry, write
+from conftest import only_entry, traced_file, write
 
 from solar_lsp.verify.core import LAZY_BYTES
 
@@ -59,18 +57,7 @@ MASKED = """
         return []
     """
 
-def _lowered(path: str):
-    from solar_lsp.frontend.torch.lower import lower
-    from solar_lsp.frontend.torch.trace import trace
-    from solar_lsp.source.discover import discover
-    from solar_lsp.source.reading import read_source
-
-    spec = importlib.util.spec_from_file_location("lazy_case", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    entry = discover(read_source(path), path, {})[0]
-    traced = trace(module, entry, path)
-    return traced, lower(traced), module, entry
+_lowered = traced_file
 
 
 def _build(src: str, tmp_path):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import write
+from conftest import traced_file, write
 
 from solar_lsp.ir import execute as ex
 from solar_lsp.ir.core import Affine, Kernel, Load, call
@@ -100,19 +100,8 @@ LINEAR = """
 
 
 def _lowered(path: str):
-    import importlib.util
-
-    from solar_lsp.frontend.torch.lower import lower
-    from solar_lsp.frontend.torch.trace import trace
-    from solar_lsp.source.discover import discover
-    from solar_lsp.source.reading import read_source
-
-    spec = importlib.util.spec_from_file_location("native_linear", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    entry = discover(read_source(path), path, {})[0]
-    traced = trace(module, entry, path)
-    return traced, lower(traced), module
+    traced, lowered, module, _ = traced_file(path)
+    return traced, lowered, module
 
 
 def test_the_peak_estimate_counts_no_copy_of_a_large_weight(tmp_path, monkeypatch):

@@ -6,10 +6,8 @@ repeats stays a mismatch."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import torch
-from conftest import write
+from conftest import traced_file, write
 
 from solar_lsp.verify import check_torch
 from solar_lsp.verify.core import OpCheck
@@ -25,17 +23,8 @@ SRC = """
 
 
 def _lowered(path: str):
-    from solar_lsp.frontend.torch.lower import lower
-    from solar_lsp.frontend.torch.trace import trace
-    from solar_lsp.source.discover import discover
-    from solar_lsp.source.reading import read_source
-
-    spec = importlib.util.spec_from_file_location("rerun_case", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    entry = discover(read_source(path), path, {})[0]
-    traced = trace(module, entry, path)
-    return traced, lower(traced), module
+    traced, lowered, module, _ = traced_file(path)
+    return traced, lowered, module
 
 
 def test_a_result_torch_changes_on_a_second_run_is_checked_against_it(tmp_path, monkeypatch):

@@ -118,6 +118,18 @@ def traced_file(path: str):
     return traced, lower(traced), module, entry
 
 
+def short_reduction(program) -> str:
+    """Plant a bug in ``program``: the first compute op with a reduction loses the last term of
+    every sum (its last kernel's first reduction loop one shorter); returns that op's id."""
+    import dataclasses
+
+    op = next(op for op in program.ops if op.kind == "compute" and op.kernels[-1].reduce_vars)
+    k = op.kernels[-1]
+    red = sorted(k.reduce_vars)[0]
+    op.kernels[-1] = dataclasses.replace(k, loops=tuple((v, n - 1 if v == red else n) for v, n in k.loops))
+    return op.id
+
+
 # ---------------------------------------------------------------------------------------------
 # Parallel runs (pytest -n N): tests marked `serial` measure this machine (the host probe, timed
 # runs against its bounds), so nothing else may run beside them. Every test holds a shared lock

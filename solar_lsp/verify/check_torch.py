@@ -193,12 +193,12 @@ def _summary(checks: list[OpCheck], lowered: Lowered) -> tuple[str, str]:
                               + (f"{plural(n_ok, 'other op')} verified" if n_ok else "nothing else to verify"))
     drawn = sorted({c.line for c in checks if c.detail == RANDOM_DETAIL and c.line is not None})
     where = f" (line{'s' if len(drawn) > 1 else ''} {', '.join(map(str, drawn))})" if drawn else ""
-    random = f"; random values{where} taken from torch" if any(c.detail == RANDOM_DETAIL for c in checks) else ""
+    notes = f"; random values{where} taken from torch" if any(c.detail == RANDOM_DETAIL for c in checks) else ""
     again = [c for c in checks if c.detail.startswith(RERUN_DETAIL)]
     if again:
-        random += (f"; torch's own result of {', '.join(f'{c.op} (line {c.line})' for c in again)} "
-                   "changed when run again on the same inputs: checked against the second run")
-    return "verified", f"{plural(n_ok, 'op')} checked against torch{random}"
+        notes += (f"; torch's own result of {', '.join(f'{c.op} (line {c.line})' for c in again)} "
+                  "changed when run again on the same inputs: checked against the second run")
+    return "verified", f"{plural(n_ok, 'op')} checked against torch{notes}"
 
 
 def _real_constants(traced: Traced, model: torch.nn.Module, inputs: tuple, have: dict | None) -> dict:

@@ -293,19 +293,17 @@ def compare_whole(tensor: str, got: np.ndarray, golden: Any, err: np.ndarray, dt
     if n <= COMPARE_CHUNK:
         return compare_bounded(tensor, shape, got, as_float64(golden), err, dt, unit)
     best: dict | None = None
-    top = 0.0
     for start in range(0, n, COMPARE_CHUNK):
         stop = min(n, start + COMPARE_CHUNK)
         w = compare_bounded(tensor, (stop - start,), flat_got[start:stop], float64_slice(golden, start, stop),
                             flat_err[start:stop], dt, unit)
         if w["index"]:
             w["index"] = [int(x) for x in np.unravel_index(start + w["index"][0], shape)]
-        top = max(top, w["ratio"])
-        # the point to report: the worst bad one, else the worst (the first of equals)
+        # the point to report: the worst bad one, else the worst (the first of equals); a bad
+        # point's ratio is over 1 and every good one's at most 1, so its ratio is the largest
         if best is None or (w["bad"], w["ratio"]) > (best["bad"], best["ratio"]):
             best = w
     assert best is not None
-    best["ratio"] = top
     return best
 
 

@@ -90,11 +90,10 @@ class Cost:
     op_points: float
     loop_points: float
     op_kernels: float
-    # the largest op's full-run points by the verifier's own rule (op_check.injective: a grouped
-    # conv's ``64*g + o`` is sampled), where ``op_points`` counts every last kernel whose out
-    # index is not plain: the latter picks the size a reduced run aims at (small and fast), the
-    # former whether a size can be verified at all (``fits``)
-    op_points_exact: float = math.inf
+    # the largest op's full-run points by the verifier's own rule (``op_points``): never more
+    # than ``op_points``, which picks the size a reduced run aims at; this one says whether a
+    # size can be verified at all (``fits``)
+    op_points_exact: float
 
     def over(self, limits: Limits) -> dict[str, float]:
         """How many times over each limit this is (<= 1: it fits)."""
@@ -106,8 +105,7 @@ class Cost:
 
     def fits(self, limits: Limits) -> bool:
         """Within ``limits``, its largest op counted as the verifier will run it."""
-        exact = dataclasses.replace(self, op_points=min(self.op_points, self.op_points_exact))
-        return exact.ratio(limits) <= 1.0
+        return dataclasses.replace(self, op_points=self.op_points_exact).ratio(limits) <= 1.0
 
 
 def _plain_out(k: Kernel) -> bool:
@@ -120,33 +118,29 @@ def _plain_out(k: Kernel) -> bool:
     return seen == set(k.out_vars)
 
 
-def op_points(op: Op, surely: bool = True) -> float:
+def _always(k: Kernel) -> bool:
+    return True
+
+
+def op_points(op: Op, sampled: Callable[[Kernel], bool] = _always) -> float:
     """Loop points the verifier runs in full for ``op``: every kernel but the last, and the
-    last too when it is a recurrence (never sampled). ``surely=False`` also counts a last
-    kernel whose output index is not plain (a scatter form, or a strided one the verifier may
-    still sample): an upper estimate, for choosing reduced sizes."""
+    last too when it is a recurrence (never sampled) or ``sampled`` says it is not. By default
+    every other last kernel counts as sampled (what a size surely needs); ``_plain_out``
+    counts a last kernel whose output index is not plain (an upper estimate, for the size a
+    reduced run aims at); ``op_check.injective`` is the verifier's own rule (a grouped conv's
+    ``64*g + o`` is sampled), for whether a size can be verified at all."""
     if op.kind != "compute" or not op.kernels:
         return 0.0
     pts = float(sum(k.points for k in op.kernels[:-1]))
     last = op.kernels[-1]
-    if recurrence_var(last) is not None or not (surely or _plain_out(last)):
+    if recurrence_var(last) is not None or not sampled(last):
         pts += last.points
     return pts
 
 
-def exact_points(op: Op) -> float:
-    """Loop points the verifier runs in full for ``op``, by its own rule: a last kernel whose
-    points are each final on their own (op_check.injective) is sampled."""
-    if op.kind != "compute" or not op.kernels:
-        return 0.0
-    last = op.kernels[-1]
-    run = recurrence_var(last) is not None or not injective(last)
-    return float(sum(k.points for k in op.kernels[:-1])) + (last.points if run else 0.0)
-
-
-def whole_points(op: Op, parts: dict[str, list[Op]], surely: bool = True) -> float:
+def whole_points(op: Op, parts: dict[str, list[Op]], sampled: Callable[[Kernel], bool] = _always) -> float:
     """:func:`op_points` of ``op`` with its parts' runs (``parts``: bounds.sol.parts_by_owner)."""
-    return op_points(op, surely) + sum(k.points * q.repeat for q in parts.get(op.id, ()) for k in q.kernels)
+    return op_points(op, sampled) + sum(k.points * q.repeat for q in parts.get(op.id, ()) for k in q.kernels)
 
 
 def cost(p: Program, streamed: bool = False) -> Cost:
@@ -156,8 +150,8 @@ def cost(p: Program, streamed: bool = False) -> Cost:
     # as the owner's, as the unrolled form's kernels did (verify/parts.py)
     parts = parts_by_owner(p)
     whole = [op for op in p.ops if part_of(op) is None]
-    worst = max((whole_points(op, parts, surely=False) for op in whole), default=0.0)
-    exact = max((exact_points(op) + whole_points(op, parts) - op_points(op) for op in whole), default=0.0)
+    worst = max((whole_points(op, parts, _plain_out) for op in whole), default=0.0)
+    exact = max((whole_points(op, parts, injective) for op in whole), default=0.0)
     loops = sum(sum(k.points for k in op.kernels) * op.repeat for op in whole if op.repeat > 1)
     kernels = max((len(op.kernels) + sum(len(q.kernels) * q.repeat for q in parts.get(op.id, ()))
                    for op in whole), default=0)
@@ -477,7 +471,7 @@ class _Search:
             if not c.fits(self.limits):
                 where = ", ".join(f"{k}={v}" for k, v in named.items()) or "a reduced size"
                 self.why = (f"no reduced size fits the limits; at {where} the golden run needs "
-                            f"{units.nbytes(c.bytes)} and {min(c.op_points, c.op_points_exact):.2g} loop points in one op")
+                            f"{units.nbytes(c.bytes)} and {c.op_points_exact:.2g} loop points in one op")
         return "stuck"
 
 

@@ -25,6 +25,7 @@ from solar_lsp.frontend.torch.devices import (
     build_devices,
     to_meta,
 )
+from solar_lsp.frontend.torch.metatrace import tensor_attributes
 from solar_lsp.source.discover import Entry, TensorSpec
 
 _MODULE_COUNTER = [0]
@@ -149,49 +150,42 @@ def _build_lazy(module: types.ModuleType, entry: Entry, path: str, seed: int,
     """The model with its large tensors on meta (devices.DeviceMap ``lazy_bytes``) and the
     inputs built in full; None when that fails or leaves on meta anything but a float
     parameter (a buffer or attribute computed from a large tensor needs its values)."""
-    if entry.kind != "model" and not (entry.kind == "module" or isinstance(getattr(module, entry.name), type)):
-        return None  # a function has no parameters
     torch.manual_seed(seed)
     try:
         with DeviceMap("cpu", path, lazy_bytes=lazy_bytes):
-            if entry.kind == "model":
-                model = getattr(module, entry.name)(*getattr(module, "get_init_inputs", lambda: [])())
-            else:
-                model = getattr(module, entry.name)(*entry.init_args, **dict(entry.init_kwargs))
+            model = _make_model(module, entry)
         with build_devices("cpu", path):
-            inputs = (list(module.get_inputs()) if entry.kind == "model"
-                      else [_spec_tensor(s, "cpu") for s in entry.inputs or ()])
+            inputs = _make_inputs(module, entry, "cpu")
     except Exception:  # noqa: BLE001 - the full build below says what is wrong, if anything
         return None
     if not isinstance(model, torch.nn.Module):
         return None
     params = {id(t) for t in model.parameters()}
-    state = [*model.parameters(), *model.buffers(), *_attribute_tensors(model), *inputs]
-    for t in state:
-        if isinstance(t, torch.Tensor) and t.device.type == "meta" and (
-                id(t) not in params or not t.is_floating_point()):
-            return None
+    state = [*model.parameters(), *model.buffers(), *tensor_attributes(model).values(), *inputs]
+    if any(isinstance(t, torch.Tensor) and t.device.type == "meta"
+           and (id(t) not in params or not t.is_floating_point()) for t in state):
+        return None
     model.eval()
     return model, tuple(inputs)
 
 
-def _attribute_tensors(model: torch.nn.Module) -> list:
-    """Plain tensor attributes of the model's modules (not parameters or buffers)."""
-    return [v for m in model.modules() for k, v in vars(m).items()
-            if k not in _MODULE_STATE and isinstance(v, torch.Tensor)]
-
-
 def _instantiate(module: types.ModuleType, entry: Entry, device: str) -> tuple[Any, list]:
+    return _make_model(module, entry), _make_inputs(module, entry, device)
+
+
+def _make_model(module: types.ModuleType, entry: Entry) -> Any:
     if entry.kind == "model":
-        init = getattr(module, "get_init_inputs", lambda: [])()
-        model = getattr(module, entry.name)(*init)
-        return model, list(module.get_inputs())
+        return getattr(module, entry.name)(*getattr(module, "get_init_inputs", lambda: [])())
     obj = getattr(module, entry.name)
     if entry.kind == "module" or isinstance(obj, type):
-        model = obj(*entry.init_args, **dict(entry.init_kwargs))
-    else:
-        model = _function_module(obj)
-    return model, [_spec_tensor(s, device) for s in entry.inputs or ()]
+        return obj(*entry.init_args, **dict(entry.init_kwargs))
+    return _function_module(obj)
+
+
+def _make_inputs(module: types.ModuleType, entry: Entry, device: str) -> list:
+    if entry.kind == "model":
+        return list(module.get_inputs())
+    return [_spec_tensor(s, device) for s in entry.inputs or ()]
 
 
 def _hint(exc: Exception, device: str) -> str:

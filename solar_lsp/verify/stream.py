@@ -118,9 +118,10 @@ def _bytes(p: Program, t: str, per_element: int | None = None) -> int:
 
 def peak_bytes(p: Program, ops: list[Op] | None = None, held: set[str] | frozenset = frozenset()) -> int:
     """Memory a streamed golden run needs at its peak: the framework's tensors live at each
-    op (inputs and parameters throughout, a large weight from the first op reading it; a computed tensor from the op producing it to the
-    last op reading it, or to the end when it is ``held``: what JAX's loop replays read at the
-    run's end) plus the float64 working set of checking that op."""
+    op (inputs and parameters throughout, a large weight from the first op reading it; a
+    computed tensor from the op producing it to the last op reading it, or to the end when it
+    is ``held``: what JAX's loop replays read at the run's end) plus the float64 working set
+    of checking that op."""
     ops = p.ops if ops is None else ops
     first: dict[str, int] = {}
     last: dict[str, int] = {}

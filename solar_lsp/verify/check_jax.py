@@ -331,7 +331,7 @@ def checked_run(traced: JaxTraced, lowered: JaxLowered, ops: list[Op], seed: int
             if t not in held:
                 golden.pop(t, None)
         if step in plan.ready:
-            release_memory()
+            release_memory(p, [ops[i] for i in plan.ready[step]])
 
     try:
         if args is not None and not args and traced.real_args is not None:

@@ -30,9 +30,12 @@ CONV_BACKWARD = "aten.convolution_backward.default"
 
 class NodeFlops:
     """FlopCounterMode around the whole replay; each node's share is the difference of the
-    running total before and after it."""
+    running total before and after it. With ``only``, the mode is entered around those nodes
+    alone: a Python loop's steps after the first run uncounted (the count is the first
+    step's times the trips, verify/parts.py), as do the checks run between nodes."""
 
-    def __init__(self) -> None:
+    def __init__(self, only: set[str] | None = None) -> None:
+        self.only = only
         self.mode = flop_counter.FlopCounterMode(display=False)
         self.by_node: dict[str, int] = {}
         self.targets: dict[str, str] = {}

@@ -87,11 +87,17 @@ def framework_counts(p: Program, flops: Any, ops: list[Op]) -> Any:
     count times the trips (every step runs the same op on the same shapes; ``for_check`` checks
     that the body runs ``repeat`` times)."""
     body = {op.id: op.repeat for op in p.ops if part_of(op) == "loop" and op.repeat > 1}
-    fw = flops.framework({op.id for op in ops} | set(body))
+    fw = flops.framework(counted_nodes(p, ops))
     for i, trips in body.items():
         if i in fw.by_op:
             fw.by_op[i] *= trips
     return fw
+
+
+def counted_nodes(p: Program, ops: list[Op]) -> set[str]:
+    """The framework nodes whose FLOPs ``framework_counts`` reads: each checked op's and each
+    loop body op's first step (an op's id is its node's name)."""
+    return {op.id for op in ops} | {op.id for op in p.ops if part_of(op) == "loop" and op.repeat > 1}
 
 
 def check_with_parts(p: Program, op: Op, parts: list[Op], golden: dict[str, Any]) -> OpCheck:

@@ -179,12 +179,22 @@ def parts_work(p: Program, op: Op, parts: list[Op], counted: set[str]) -> int:
 
 
 _LIBC: list = []
+# bytes of checked ops' tensors between two trims: malloc_trim walks the heap (about 0.25 ms),
+# and a 256-step loop's small per-step checks would call it 550 times
+TRIM_BYTES = 8 << 20
+_since_trim = [0]
 
 
-def release_memory() -> None:
+def release_memory(p: Program | None = None, ops: list[Op] = ()) -> None:
     """Hand the heap's freed pages back to the system (glibc's ``malloc_trim``): tensors of a
-    few MB are allocated on the heap, and without it their freed space stays resident. A no-op
-    where there is no glibc."""
+    few MB are allocated on the heap, and without it their freed space stays resident. With
+    ``p``, only once the float64 values of the ``ops`` just checked add up to ``TRIM_BYTES``
+    since the last trim. A no-op where there is no glibc."""
+    if p is not None:
+        _since_trim[0] += sum(_bytes(p, t, 8) for op in ops for t in op.inputs + op.outputs)
+        if _since_trim[0] < TRIM_BYTES:
+            return
+    _since_trim[0] = 0
     if not _LIBC:
         name = ctypes.util.find_library("c")
         try:

@@ -59,6 +59,7 @@ class MetaProgram:
 
     graph_module: torch.fx.GraphModule
     constants: dict[str, Any] = field(default_factory=dict)
+    replayed: int = 0  # op calls whose nodes were replayed from an identical earlier call
 
     @property
     def graph(self) -> torch.fx.Graph:
@@ -134,8 +135,34 @@ def _stack() -> str:
     return "\n".join(reversed(parts))
 
 
+#: an op called again with the same inputs' metadata, arguments and Python stack replays the
+#: nodes its first call recorded (``_Recorder._replay``); False: every call is traced anew
+REPLAY = True
+# arguments an op's replay key may hold (hashable, compared by value and type)
+_PLAIN = (int, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+@dataclass
+class _Recording:
+    """What one top-level call of an op wrote: its nodes in order, which of its tensor
+    arguments (by position) each outside node it read was, and its outputs: a tensor as the
+    index of its node with the tensor's metadata, anything else as the value."""
+
+    nodes: list[torch.fx.Node]
+    inputs: dict[torch.fx.Node, int]
+    spec: Any
+    outs: list[tuple]
+
+
 class _Recorder(TorchDispatchMode):
-    """Writes every ATen op that reaches it into ``graph``; runs it on the meta tensors."""
+    """Writes every ATen op that reaches it into ``graph``; runs it on the meta tensors.
+
+    Tracing an op costs about a millisecond (functionalization, its decomposition, meta
+    kernels), and a Python loop over time steps or a stack of identical layers calls the same
+    ops hundreds of times. So the first call of an op with given input metadata, arguments
+    and Python stack is traced; a later identical call replays the nodes that call recorded
+    (their copies, reading the new call's tensors) without running anything
+    (docs/architecture.md §2, "Repeated ops"). The graph is the same node for node."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:  # no torch._dynamo.disable wrapper (it imports dynamo)
@@ -152,6 +179,9 @@ class _Recorder(TorchDispatchMode):
         self.before: torch.fx.Node | None = None  # lifted constants go before this placeholder
         self.next_real: torch.Tensor | None = None  # the CPU value of the tensor being lifted
         self.depth = 0  # decompositions being run
+        self.memo: dict[tuple, _Recording | None] = {}  # replay key -> its first call's nodes
+        self.created: list[torch.fx.Node] | None = None  # nodes of the call being recorded
+        self.replayed = 0  # calls replayed (tests and benchmarks read it)
 
     def bind(self, t: torch.Tensor, node: torch.fx.Node) -> None:
         self.nodes[id(t)] = (t, node)
@@ -178,6 +208,94 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        key = self._key(func, args, kwargs) if REPLAY and self.depth == 0 else None
+        if key is None:
+            return self._dispatch(func, args, kwargs)
+        done = self.memo.get(key)
+        if done is not None:
+            self.replayed += 1
+            return self._replay(done, args, kwargs)
+        self.created, lifted = [], len(self.lifted)
+        try:
+            out = self._dispatch(func, args, kwargs)
+        finally:
+            created, self.created = self.created, None
+        self.memo[key] = self._recording(created, args, kwargs, out) if len(self.lifted) == lifted else None
+        return out
+
+    def _key(self, func: Any, args: tuple, kwargs: dict) -> tuple | None:
+        """What a call's nodes depend on: the op, each tensor argument's metadata (and which
+        arguments are the same tensor), every other argument by type and value, grad mode and
+        the Python stack (the nodes' source lines). None for a call never replayed: an op that
+        mutates or returns a view (functionalization tracks those), an argument of another
+        kind, a tensor made from Python data (its value is lifted)."""
+        schema = func._schema
+        if self.next_real is not None or schema.is_mutable or any(r.alias_info is not None for r in schema.returns):
+            return None
+        leaves, spec = pytree.tree_flatten((args, kwargs))
+        parts: list[tuple] = []
+        same: dict[int, int] = {}
+        for x in leaves:
+            if isinstance(x, torch.Tensor):
+                if type(x) not in (torch.Tensor, torch.nn.Parameter):
+                    return None
+                # (not its storage offset: x[t] of a loop's step t is x at its own offset, and
+                # no functional op's meta kernel or decomposition reads the offset)
+                parts.append((same.setdefault(id(x), len(same)), tuple(x.shape), x.stride(),
+                              x.dtype, x.device.type, x.requires_grad))
+            elif type(x) is float:
+                parts.append((float, x.hex()))  # -0.0 and 0.0 differ; nan is itself
+            elif type(x) in _PLAIN:
+                parts.append((type(x), x))
+            else:
+                return None
+        return (func, spec, tuple(parts), torch.is_grad_enabled(), _stack())
+
+    def _recording(self, nodes: list, args: tuple, kwargs: dict, out: Any) -> _Recording | None:
+        """The replayable form of a call that wrote ``nodes``; None when its nodes read a node
+        other than its arguments' or an output is not a fresh tensor of its own nodes."""
+        at = {n: i for i, n in enumerate(nodes)}
+        inputs: dict[torch.fx.Node, int] = {}
+        for i, t in enumerate(x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)):
+            hit = self.nodes.get(id(t))
+            if hit is not None and hit[0] is t:
+                inputs.setdefault(hit[1], i)
+        if any(a not in at and a not in inputs for n in nodes for a in n.all_input_nodes):
+            return None
+        leaves, spec = pytree.tree_flatten(out)
+        outs: list[tuple] = []
+        for t in leaves:
+            if not isinstance(t, torch.Tensor):
+                outs.append(("value", t))
+                continue
+            hit = self.nodes.get(id(t))
+            if hit is None or hit[0] is not t or hit[1] not in at or t.storage_offset() != 0:
+                return None
+            outs.append(("tensor", at[hit[1]], tuple(t.shape), t.stride(), t.dtype))
+        return _Recording(nodes, inputs, spec, outs)
+
+    def _replay(self, done: _Recording, args: tuple, kwargs: dict) -> Any:
+        """Copies of ``done``'s nodes reading this call's tensors, and fresh meta outputs."""
+        tensors = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        env = {old: self.node_of(tensors[i]) for old, i in done.inputs.items()}
+        for n in done.nodes:
+            env[n] = self.graph.node_copy(n, env.__getitem__)
+            val = n.meta.get("val")
+            env[n].meta["val"] = _fresh(val) if isinstance(val, torch.Tensor) else \
+                pytree.tree_map_only(torch.Tensor, _fresh, val)
+        leaves = []
+        for o in done.outs:
+            if o[0] == "value":
+                leaves.append(o[1])
+                continue
+            node = env[done.nodes[o[1]]]
+            t = torch.empty_strided(o[2], o[3], dtype=o[4], device="meta")
+            node.meta["val"] = t
+            self.bind(t, node)
+            leaves.append(t)
+        return pytree.tree_unflatten(leaves, done.spec)
+
+    def _dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
         if func is torch.ops.aten.lift_fresh.default:  # as make_fx: the constant stays intact
             func = torch.ops.aten.lift_fresh_copy.default
         if func is torch.ops.aten.detach.default and self.depth:
@@ -226,6 +344,16 @@ class _Recorder(TorchDispatchMode):
     def _annotate(self, node: torch.fx.Node, val: Any) -> None:
         node.meta["val"] = val
         node.meta["stack_trace"] = _stack()
+        if self.created is not None:
+            self.created.append(node)
+
+
+def _fresh(t: torch.Tensor) -> torch.Tensor:
+    """A meta tensor of ``t``'s metadata (a replayed node's value of its own); a view of an
+    inner step keeps ``t`` itself."""
+    if t.storage_offset() or t.device.type != "meta":
+        return t
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
 
 
 class _Tracker:
@@ -374,7 +502,7 @@ def trace_meta(model: torch.nn.Module, inputs: tuple, names: list[str], whole: l
     for name in rec.lifted:
         info.kinds["c_" + name], info.targets["c_" + name] = "constant", name
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)
-    return MetaProgram(gm, {**state["constant"], **rec.lifted}), info
+    return MetaProgram(gm, {**state["constant"], **rec.lifted}, rec.replayed), info
 
 
 def _bound(rec: _Recorder, node: torch.fx.Node, t: torch.Tensor) -> torch.Tensor:

@@ -203,21 +203,40 @@ def test_every_step_is_checked_on_its_own_values(tmp_path):
     assert sampled[0] == sampled[T - 1] > sampled[1] == sampled[T - 2]
 
 
-def test_every_step_checks_where_it_reads(tmp_path):
+def _ranges(prefix: str, lw) -> list[tuple[int, int]]:
+    """The steps each of ``lw``'s ops of body op ``prefix`` covers: ``op@t/T`` one step,
+    ``op@a-b/T`` (several steps at once) a to b."""
+    out = []
+    for op in lw.program.ops:
+        if op.id.startswith(prefix + "@") and not op.id.endswith("@stack"):
+            at = op.id.split("@")[1].split("/")[0]
+            a, _, b = at.partition("-")
+            out.append((int(a), int(b or a)))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("batch", ["default", "per_step", "chunks"])
+def test_every_step_checks_where_it_reads(tmp_path, monkeypatch, batch):
     """Of a long loop, every step's ``x[t]`` and every op reading the hidden state are checked,
     the step's other ops at the first, the last and STEP_SAMPLE middle steps; the scaled
-    pass's layout has the first and last steps only."""
+    pass's layout has the first and last steps only. The carry readers are checked over many
+    steps at once, as many as fit STEPS_BATCH_BYTES (one step each when none fit two)."""
     n = 12
     path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(n)))
     low = lowered(path)[2]
-    steps = lambda prefix, lw: sorted(int(op.id.split("@")[1].split("/")[0])  # noqa: E731
-                                      for op in lw.program.ops if op.id.startswith(prefix + "@"))
+    if batch != "default":
+        [cat] = [op for op in low.program.ops if op.id == "cat"]
+        size = parts._per_step_bytes(low.program, cat, set(low.program.tensors))
+        monkeypatch.setattr(parts, "STEPS_BATCH_BYTES", 0 if batch == "per_step" else 5 * size)
     full = parts.for_check(low)
-    assert steps("select", full) == steps("cat", full) == list(range(n))
-    sampled = steps("tanh", full)
+    assert _ranges("select", full) == [(t, t) for t in range(n)]
+    covered = [t for a, b in _ranges("cat", full) for t in range(a, b + 1)]
+    assert covered == list(range(n))  # every step once
+    assert len(_ranges("cat", full)) == {"default": 1, "per_step": n, "chunks": 3}[batch]
+    sampled = [a for a, _ in _ranges("tanh", full)]
     assert sampled[0] == 0 and sampled[-1] == n - 1 and len(sampled) == parts.STEP_SAMPLE + 2
     ends = parts.for_check(low, middle=False)
-    assert steps("select", ends) == steps("tanh", ends) == [0, n - 1]
+    assert _ranges("select", ends) == _ranges("tanh", ends) == _ranges("cat", ends) == [(0, 0), (n - 1, n - 1)]
 
 
 def test_a_step_too_few_is_a_mismatch(tmp_path, monkeypatch):
@@ -230,24 +249,38 @@ def test_a_step_too_few_is_a_mismatch(tmp_path, monkeypatch):
     assert any(c.op.startswith("cat@") for c in bad), bad  # reads the step before's hidden state
 
 
+@pytest.mark.parametrize("batch", [True, False])
 @pytest.mark.parametrize("what", ["carry", "index"])
-def test_a_wrong_middle_step_is_a_mismatch(tmp_path, what):
+def test_a_wrong_middle_step_is_a_mismatch(tmp_path, monkeypatch, what, batch):
     """A step in the middle of the loop that reads the hidden state of two steps back, or
-    ``x`` at the wrong time step, is a mismatch naming that step (its sampled points catch it)."""
+    ``x`` at the wrong time step, is a mismatch naming that step: its own op, or, checked
+    over all steps at once, the op of all steps with the step as the first index."""
+    if not batch:
+        monkeypatch.setattr(parts, "STEPS_BATCH_BYTES", 0)
     path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(T)))
     t = T // 2
+    carry_op = f"cat@0-{T - 1}/{T}" if batch else f"cat@{t}/{T}"
 
     def plant(p):
-        [op] = [op for op in p.ops if op.id == (f"cat@{t}/{T}" if what == "carry" else f"select@{t}/{T}")]
-        if what == "carry":
-            op.inputs = [x.replace(f"@{t - 1}", f"@{t - 2}") for x in op.inputs]
+        if what == "index":
+            [op] = [op for op in p.ops if op.id == f"select@{t}/{T}"]
+            op.call = op.call[:2] + (op.call[2] + 1,)
+            return
+        [op] = [op for op in p.ops if op.id == carry_op]
+        back = lambda x: x.replace(f"@{t - 1}", f"@{t - 2}")  # noqa: E731
+        if batch:  # step t's member of the stacked hidden state (step t-2's, read at t-1 too)
+            op.call = ("steps", tuple((name, tuple(back(m) if i == t and m.startswith("tanh") else m
+                                                   for i, m in enumerate(ms)))
+                                      for name, ms in op.call[1]))
+        else:
+            op.inputs = [back(x) for x in op.inputs]
             op.kernels = [dataclasses.replace(k, expr=_swap_loads(k.expr, f"@{t - 1}", f"@{t - 2}"))
                           for k in op.kernels]
-        else:
-            op.call = op.call[:2] + (op.call[2] + 1,)
 
     bad = [c for c in step_checks(path, plant) if c.status == "mismatch"]
-    assert [c.op for c in bad] == [f"cat@{t}/{T}" if what == "carry" else f"select@{t}/{T}"], bad
+    assert [c.op for c in bad] == [carry_op if what == "carry" else f"select@{t}/{T}"], bad
+    if what == "carry" and batch:
+        assert f"[{t}, " in bad[0].detail, bad[0].detail  # the step, first index of the stack
 
 
 def _swap_loads(e, old: str, new: str):

@@ -45,6 +45,7 @@ from solar_lsp.verify.op_check import RANDOM_DETAIL, check_op
 from solar_lsp.verify.parts import (
     LOOP_DETAIL,
     StepInputs,
+    batch_bytes,
     check_with_parts,
     counted_nodes,
     for_check,
@@ -52,6 +53,7 @@ from solar_lsp.verify.parts import (
     full_check_of,
     part_of,
     parts_by_owner,
+    stacked_check,
 )
 from solar_lsp.verify.stream import (
     SCALED_SHARE,
@@ -73,7 +75,7 @@ def verify(traced: Traced, lowered: Lowered, module: types.ModuleType,
     # a training step's optimizer update has no node in the graph torch ran (docs/training.md)
     # an op emitted as parts (an RNN layer's loop bodies) is checked whole, as its owner op
     ops = [op for op in p.ops if op.phase != "optimizer" and part_of(op) is None]
-    peak = peak_bytes(p, ops)
+    peak = peak_bytes(p, ops) + batch_bytes(lowered)  # (a loop's steps checked in one op)
     refused = over_budget(p, budget_bytes, t0, peak)
     if refused is not None:
         return refused
@@ -124,6 +126,9 @@ def checked_run(traced: Traced, lowered: Lowered, module: types.ModuleType, ops:
     def check(i: int, golden: dict[str, torch.Tensor]) -> OpCheck:
         if ops[i].id in parts:
             return check_with_parts(p, ops[i], parts[ops[i].id], golden)
+        if ops[i].call and ops[i].call[0] == "steps":  # a loop's steps in one op (verify/parts.py)
+            op, stacked = stacked_check(ops[i], golden)
+            return check_op(p, op, stacked, rng, samples, scaled=scale != 1.0, full_check=full_check_of(ops[i]))
         return check_op(p, ops[i], fixed.golden(ops[i], golden), rng, samples, scaled=scale != 1.0,
                         full_check=full_check_of(ops[i]))
 

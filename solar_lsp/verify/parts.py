@@ -26,7 +26,7 @@ import numpy as np
 from solar_lsp.bounds import sol
 from solar_lsp.frontend.errors import Lowered
 from solar_lsp.ir import execute
-from solar_lsp.ir.core import Load, Op, Program, rename_kernel
+from solar_lsp.ir.core import Affine, Call, Expr, Load, Op, Program, TensorType, rename_kernel
 from solar_lsp.verify.core import (
     FULL_CHECK,
     FULL_RUN_LIMIT,
@@ -55,6 +55,17 @@ STEP_SAMPLE = 4
 LOOP_DETAIL = (f"repeated loops: each step's stepped views and carry reads checked, its other ops "
                f"at the first, last and {STEP_SAMPLE} middle steps; at scaled inputs the first and last steps")
 _STEP_ID = re.compile(r"@(\d+)/(\d+)$")
+# An op reading a carry is checked at every step, and the stack of the steps' outputs writes
+# one slice a step: their kernels run over many steps at once (a leading step loop, reading
+# the steps' values stacked, ``Op.call = ("steps", ((stacked, members), ...))``) rather than
+# once a step, each launch costing about a millisecond (KernelBench L3 34: 256 launches of two
+# kernels). Checked the same, point for point; a mismatch's first index is the step within
+# the op's range of steps. An op covers as many consecutive steps as keep its stacked values
+# (float64 values, bounds and the members held until its last step: BATCH_COPIES bytes an
+# element) under STEPS_BATCH_BYTES; the peak estimate counts them.
+STEPS_BATCH_BYTES = 16 << 20
+BATCH_COPIES = 4 * 8
+STEP_VAR = "s_step"
 
 
 def part_of(op: Op) -> str | None:
@@ -203,6 +214,8 @@ def full_check_of(op: Op) -> float:
     m = _STEP_ID.search(op.id)
     if m is not None and 0 < int(m.group(1)) < int(m.group(2)) - 1:
         return STEP_FULL_CHECK
+    if op.call and op.call[0] == "steps":  # every step's points, each step as a middle one
+        return max(FULL_CHECK, STEP_FULL_CHECK * len(op.call[1][0][1]))
     return FULL_CHECK
 
 
@@ -275,6 +288,8 @@ def _steps(p: Program, q: Program, owner: Op, body: list[Op], steps: tuple,
     prev: dict[str, str] = {}
     whole = {0, n - 1} | {round(i * (n - 1) / (STEP_SAMPLE + 1)) for i in range(1, STEP_SAMPLE + 1)}
     inits = {init for init, _ in carries}
+    batched = _batched(p, body, set(produced), inits, n) if middle else set()
+    names: list[dict[str, str]] = []  # each step's renaming
     for t in range(n):
         ren = {} if t == n - 1 else {y: f"{y}@{t}" for y in produced}
         at = dict(steps[t]) if t < n - 1 else {}
@@ -287,17 +302,142 @@ def _steps(p: Program, q: Program, owner: Op, body: list[Op], steps: tuple,
                 q.unique[a] = p.unique[y]
         if t > 0:
             ren.update({init: prev.get(nxt, nxt) for init, nxt in carries})
+        names.append(ren)
         for op in body:
             if op.outputs and op.outputs[0] in pieces:
                 pieces[op.outputs[0]].append((op, ren.get(op.inputs[0], op.inputs[0])))
+                continue
+            if op.id in batched:
                 continue
             wiring = op.outputs and op.outputs[0] in dict(slices) or inits & set(op.inputs)
             if t in (0, n - 1) or (middle and (t in whole or wiring)):
                 out.append(_step_op(q, op, ren, slices, t, trips))
         prev = ren
+    for op in body:
+        if op.id in batched:
+            span = batched[op.id]
+            out += [_steps_op(q, op, names, range(a, min(a + span, n)), set(produced) | inits, trips)
+                    for a in range(0, n, span)]
     for piece, stacked, dim, width in stacks:
-        out.append(_stack_op(piece, stacked, dim, width, pieces[piece]))
+        if middle and _stack_fits(p, piece, n):
+            out.append(_steps_stack_op(q, piece, stacked, dim, width, pieces[piece]))
+        else:
+            out.append(_stack_op(piece, stacked, dim, width, pieces[piece]))
     return out
+
+
+def _batched(p: Program, body: list[Op], produced: set[str], inits: set[str], n: int) -> dict[str, int]:
+    """The body ops checked over several steps at once, and how many steps an op covers:
+    those with kernels that read a carry, when two steps or more fit ``STEPS_BATCH_BYTES``."""
+    out = {}
+    for op in body:
+        if op.kind == "compute" and op.kernels and inits & set(op.inputs):
+            span = min(n, STEPS_BATCH_BYTES // max(1, _per_step_bytes(p, op, produced | inits)))
+            if span >= 2:
+                out[op.id] = span
+    return out
+
+
+def _per_step_bytes(p: Program, op: Op, per_step: set[str]) -> int:
+    temps = {k.out.tensor for k in op.kernels}  # an op's own buffers: one per step too
+    names = set(op.inputs + op.outputs) & per_step | temps
+    return sum(p.tensors[t].numel * BATCH_COPIES for t in names if t in p.tensors)
+
+
+def _stack_fits(p: Program, piece: str, n: int) -> bool:
+    return piece in p.tensors and p.tensors[piece].numel * BATCH_COPIES * n <= STEPS_BATCH_BYTES
+
+
+def batch_bytes(lowered: Lowered) -> int:
+    """Bytes the stacked checks of ``for_check``'s layout add at their peak (the verifier's
+    memory estimate counts them): the largest loop's."""
+    p = lowered.program
+    by_id = {op.id: op for op in p.ops}
+    top = 0
+    for owner in (op for op in p.ops if op.id in lowered.loop_steps):
+        _, trips, ids, carries, _, stacks, _ = owner.call
+        body = [by_id[i] for i in ids]
+        produced = {t for op in body for t in op.outputs + [k.out.tensor for k in op.kernels]}
+        inits = {init for init, _ in carries}
+        n = checked_steps(trips)
+        spans = _batched(p, body, produced, inits, n)
+        size = sum(_per_step_bytes(p, op, produced | inits) * spans[op.id] for op in body if op.id in spans)
+        size += sum(p.tensors[s[0]].numel * BATCH_COPIES * n for s in stacks if _stack_fits(p, s[0], n))
+        top = max(top, size)
+    return top
+
+
+def _stacked(ld: Load, per_step: set[str], tag: str) -> Load:
+    """A per-step tensor's read as a read of its steps' stack at the step variable."""
+    if ld.tensor not in per_step:
+        return ld
+    return Load(ld.tensor + tag, (Affine.var(STEP_VAR),) + ld.index)
+
+
+def _map_loads(e: Expr, f: Any) -> Expr:
+    if isinstance(e, Load):
+        return f(e)
+    if isinstance(e, Call):
+        return Call(e.fn, tuple(_map_loads(x, f) for x in e.args))
+    return e
+
+
+def _steps_op(q: Program, op: Op, names: list[dict[str, str]], steps: range, per_step: set[str],
+              trips: int) -> Op:
+    """Body op ``op`` at ``steps`` in one op (id ``op@a-b/T``): its kernels with a leading step
+    loop reading and writing the stacks of its per-step tensors (``{tensor}@a-b``, those
+    steps' values in order), which ``stacked_check`` builds from the steps' golden values."""
+    n, tag = len(steps), f"@{steps[0]}-{steps[-1]}"
+    per_step = per_step | {k.out.tensor for k in op.kernels}  # its own buffers: one per step
+    mine = [t for t in dict.fromkeys(op.inputs + op.outputs + [k.out.tensor for k in op.kernels])
+            if t in per_step]
+    for t in mine:
+        q.tensors[t + tag] = TensorType((n,) + q.tensors[t].shape, q.tensors[t].dtype)
+    members = tuple((t + tag, tuple(names[i].get(t, t) for i in steps)) for t in mine)
+    kernels = [dataclasses.replace(k, name=f"{k.name}_steps", loops=((STEP_VAR, n),) + k.loops,
+                                   out=_stacked(k.out, per_step, tag),
+                                   expr=_map_loads(k.expr, lambda ld: _stacked(ld, per_step, tag)))
+               for k in op.kernels]
+    held = dict(members)
+    inputs = [m for t in op.inputs for m in (held[t + tag] if t in per_step else (t,))]
+    outputs = [m for t in op.outputs for m in held[t + tag]]
+    return dataclasses.replace(op, id=f"{op.id}{tag}/{trips}", inputs=list(dict.fromkeys(inputs)),
+                               outputs=outputs, kernels=kernels, call=("steps", members), repeat=1)
+
+
+def _steps_stack_op(q: Program, piece: str, whole: str, dim: int, width: int,
+                    steps: list[tuple[Op, str]]) -> Op:
+    """The stack of the steps' outputs as one op: each copy kernel once, its step loop writing
+    slice ``t`` along ``dim`` from the stack of the steps' pieces."""
+    op, n, tag = steps[0][0], len(steps), f"@0-{len(steps) - 1}"
+    src = op.inputs[0]
+    q.tensors[src + tag] = TensorType((n,) + q.tensors[src].shape, q.tensors[src].dtype)
+    kernels = []
+    for k in op.kernels:
+        idx = list(k.out.index)
+        idx[dim] = idx[dim] + Affine.var(STEP_VAR, width)
+        kernels.append(dataclasses.replace(
+            k, name=f"{k.name}_steps", loops=((STEP_VAR, n),) + k.loops, out=Load(whole, tuple(idx)),
+            expr=_map_loads(k.expr, lambda ld: _stacked(ld, {src}, tag))))
+    members = ((src + tag, tuple(s for _, s in steps)),)
+    return dataclasses.replace(op, id=f"{op.id}@stack", inputs=[s for _, s in steps], outputs=[whole],
+                               kernels=kernels, call=("steps", members), repeat=1)
+
+
+def stacked_check(op: Op, golden: dict[str, Any]) -> tuple[Op, dict[str, Any]]:
+    """The op ``check_op`` checks for a ``("steps", ...)`` op, and ``golden`` with its stacks:
+    its inputs and outputs are the stacks of its members (and the tensors every step reads)."""
+    import torch
+
+    members = dict(op.call[1])
+    out = dict(golden)
+    for stacked, names in members.items():
+        if all(m in golden for m in names):
+            out[stacked] = torch.stack([torch.as_tensor(golden[m]) for m in names])
+    of = {m: stacked for stacked, names in members.items() for m in names}
+    inputs = list(dict.fromkeys(of.get(t, t) for t in op.inputs))
+    outputs = list(dict.fromkeys(of.get(t, t) for t in op.outputs))
+    return dataclasses.replace(op, inputs=inputs, outputs=outputs, call=None), out
 
 
 def _step_op(q: Program, op: Op, ren: dict[str, str], slices: dict, t: int, trips: int) -> Op:

@@ -319,7 +319,7 @@ def _steps(p: Program, q: Program, owner: Op, body: list[Op], steps: tuple,
             out += [_steps_op(q, op, names, range(a, min(a + span, n)), set(produced) | inits, trips)
                     for a in range(0, n, span)]
     for piece, stacked, dim, width in stacks:
-        if middle and _stack_fits(p, piece, n):
+        if _stack_fits(p, piece, n):
             out.append(_steps_stack_op(q, piece, stacked, dim, width, pieces[piece]))
         else:
             out.append(_stack_op(piece, stacked, dim, width, pieces[piece]))

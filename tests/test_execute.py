@@ -459,3 +459,42 @@ def test_random_points_and_positions():
     kk = Kernel("t", (("i", 3), ("j", 4)), Load("y", (V("j"), V("i", 2) + 1)), "=", Const(0.0))
     pos = ex.out_positions(kk, np.array([[2, 3], [0, 1]]))
     np.testing.assert_array_equal(pos, [[3, 5], [1, 1]])
+
+
+def _random_kernel(rng: np.random.Generator, separable: bool) -> tuple[Kernel, tuple[int, ...]]:
+    """A kernel whose output index is affine in its loop variables: each output dimension
+    reading its own variables (``separable``) or some read by two dimensions; with guards."""
+    names = [f"v{i}" for i in range(5)]
+    loops = tuple((v, int(rng.integers(1, 7))) for v in names)
+    dims = int(rng.integers(1 if separable else 2, 4))
+    owner = {v: int(rng.integers(0, dims)) for v in names}
+    index = []
+    for d in range(dims):
+        terms = tuple((v, int(rng.integers(-3, 4)) or 1) for v in names if owner[v] == d)
+        index.append(Affine(terms, int(rng.integers(-3, 4))))
+    if not separable:
+        v = names[int(rng.integers(0, 5))]
+        d = (owner[v] + 1) % dims
+        index[d] = index[d] + Affine.var(v, 2)
+    guards = []
+    for _ in range(int(rng.integers(0, 3))):
+        d = int(rng.integers(0, dims))
+        mine = [v for v in names if owner[v] == d] or names[:1]
+        guards.append(Guard(Affine.var(mine[0]) + int(rng.integers(-2, 2)), 0, int(rng.integers(1, 6))))
+    shape = tuple(int(rng.integers(2, 12)) for _ in range(dims))
+    return Kernel("k", loops, Load("y", tuple(index)), "=", Const(1.0), guards=tuple(guards)), shape
+
+
+@pytest.mark.parametrize("separable", [True, False])
+def test_mark_written_by_axis_is_the_enumeration(separable):
+    """The written points found one output dimension at a time (``_mark_separable``) are the
+    points found by enumerating every loop point; an index that mixes dimensions is
+    enumerated."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        k, shape = _random_kernel(rng, separable)
+        whole, by_axis = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+        ex.mark_written(k, whole, chunk=k.points + 1)  # one chunk: every point enumerated
+        guards = [g for g in k.guards if g.expr.vars() <= set(k.out_vars)]
+        assert ex._mark_separable(k, k.out_vars, guards, by_axis) is separable, k
+        assert np.array_equal(whole, by_axis) if separable else not by_axis.any(), k

@@ -242,15 +242,18 @@ def test_shrinking_keeps_structural_values_and_divisibility():
     assert shrink(6, 64, 2) == 6  # layers, heads, kernel sizes stay
     assert shrink(768, 16, 2) == 48 and 48 % 8 == 0  # a power-of-two factor keeps 768 / 8 heads whole
     src = ("batch_size = 128\nn_head = 8\nN = 2048 * 2\nshape = (batch_size, 3, 224)\n"
+           "D, H, W = 16, 32, 64\n"  # one line naming three sizes (53 KernelBench problems)
            "def get_init_inputs():\n    return [1000]\n")
     sites = module_sites(rewrite_module(src, "<x>", {}))
     assert {s.name: s.value for s in sites} == {"batch_size": 128, "n_head": 8, "N": 4096,
-                                                "shape[1]": 3, "shape[2]": 224, "": 1000}
-    values, named = shrink_module(sites, {128, 8, 4096, 224, 3}, 4, 2, anonymous=False)
-    assert named == {"batch_size": 32, "N": 1024, "shape[2]": 56}
+                                                "shape[1]": 3, "shape[2]": 224, "D": 16, "H": 32,
+                                                "W": 64, "": 1000}
+    values, named = shrink_module(sites, {128, 8, 4096, 224, 3, 16, 32, 64}, 4, 2, anonymous=False)
+    assert named == {"batch_size": 32, "N": 1024, "shape[2]": 56, "D": 4, "H": 8, "W": 16}
     ns: dict = {}
     exec(compile(rewrite_module(src, "<x>", values), "<x>", "exec"), ns)
     assert (ns["batch_size"], ns["n_head"], ns["N"], ns["shape"]) == (32, 8, 1024, (32, 3, 56))
+    assert (ns["D"], ns["H"], ns["W"]) == (4, 8, 16)
 
 
 GROUPED = """

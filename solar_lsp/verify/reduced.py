@@ -261,6 +261,11 @@ def module_sites(tree: ast.Module) -> list[Site]:
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, ast.AnnAssign) and node.value is not None else []
+        if len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                and len(targets[0].elts) == len(node.value.elts):  # D, H, W = 16, 32, 32
+            sites += [Site(_key(e), t.id, _int_expr(e)) for t, e in zip(targets[0].elts, node.value.elts)
+                      if isinstance(t, ast.Name) and _int_expr(e) is not None]
+            continue
         names = [t.id for t in targets if isinstance(t, ast.Name)]
         if not names or len(names) != len(targets):
             continue

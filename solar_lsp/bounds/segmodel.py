@@ -401,26 +401,29 @@ def _unify_external(seg: _Segment) -> None:
         by_tensor.setdefault(("written", t), []).extend((ki, seg.kernels[ki].out.index)
                                                         for ki in seg.writers[t])
     for uses in by_tensor.values():
-        for (ka, ia), (kb, ib) in itertools.combinations(uses, 2):
-            if ka == kb or len(ia) != len(ib):
+        if len(uses) < 2:
+            continue
+        # each position's shape key and loops once (a DenseNet cat has 50 pieces: 1225 pairs)
+        keyed = [(ki, [_shape_key(a, ext[ki]) for a in idx]) for ki, idx in uses]
+        for (ka, pa), (kb, pb) in itertools.combinations(keyed, 2):
+            if ka == kb or len(pa) != len(pb):
                 continue
-            for a, b in zip(ia, ib):
-                for va, vb in _matching_terms(a, ext[ka], b, ext[kb]):
-                    uf.union((ka, va), (kb, vb))  # a refusal only leaves two access patterns
+            for (key_a, loops_a), (key_b, loops_b) in zip(pa, pb):
+                if key_a is not None and key_a == key_b:  # as _matching_terms pairs them
+                    for va, vb in zip(loops_a, loops_b):
+                        uf.union((ka, va), (kb, vb))  # a refusal only leaves two access patterns
 
 
-def _matching_terms(a: Affine, ea: dict[str, int], b: Affine, eb: dict[str, int]):
-    """Loop pairs of two index positions of the same shape (``2*s0 + k0`` and ``2*s + k``):
-    equal constants and terms that pair up one to one by (coefficient, extent)."""
-    ta, ca = _terms(a, ea)
-    tb, cb = _terms(b, eb)
-    if ca != cb or len(ta) != len(tb):
-        return []
-    ka = sorted((c, ea[v], v) for v, c in ta)
-    kb = sorted((c, eb[v], v) for v, c in tb)
-    if [x[:2] for x in ka] != [x[:2] for x in kb] or len({x[:2] for x in ka}) != len(ka):
-        return []
-    return [(x[2], y[2]) for x, y in zip(ka, kb)]
+def _shape_key(a: Affine, ext: dict[str, int]) -> tuple[tuple | None, list[str]]:
+    """What ``_matching_terms`` compares of one index position: its constant and sorted
+    (coefficient, extent) pairs (None when two are equal: such a position pairs with none),
+    and its loops in that order."""
+    t, c = _terms(a, ext)
+    ranked = sorted((k, ext[v], v) for v, k in t)
+    shape = [x[:2] for x in ranked]
+    if len(set(shape)) != len(shape):
+        return None, []
+    return (c, tuple(shape)), [x[2] for x in ranked]
 
 
 def _box(k: Kernel, p: Program) -> tuple[tuple[int, int], ...] | None:

@@ -311,3 +311,57 @@ def test_no_reduced_size_fits_so_the_larger_budget_verifies_at_full_size(tmp_pat
     assert v["status"] == "verified", v
     assert "reduced" not in v
     assert "under the larger budget of 2 GiB" in v["detail"] and "lowering differs" in v["detail"]
+
+
+STRIDED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+batch_size = 16384
+height, width = 16, 16
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 3, height, width)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_reduced_size_keeps_every_stride_checked(tmp_path, monkeypatch, guarded):
+    """The first size the search tries (every size divided by the same factor, down to 2)
+    leaves the stride-2 convolution one output row, where its stride is multiplied by 0: a
+    stride planted wrong verifies there (``guarded=False`` shows it). The search refuses that
+    size and goes on to one where each strided loop runs twice or more, and there the planted
+    stride is a mismatch."""
+    from solar_lsp.frontend import builders
+    from solar_lsp.verify import reduced
+
+    path = write(tmp_path, "strided.py", STRIDED)
+    seen: list = []
+    real = reduced.collapsed
+    monkeypatch.setattr(reduced, "collapsed",
+                        lambda full, small: seen.append(real(full, small)) or (seen[-1] if guarded else None))
+    e = analyze(path, 1 * MB)
+    assert e.verification["status"] == "verified", e.verification
+    rows = (e.verification["reduced"]["height"] + 2 - 3) // 2 + 1
+    assert (rows >= 2) is guarded, e.verification
+    assert "runs once" in (seen[0] or ""), seen  # the first size tried: one output row
+    window = builders.window_index
+    monkeypatch.setattr(builders, "window_index",
+                        lambda o, k, stride, dil, pad: window(o, k, 1 if stride == 2 else stride, dil, pad))
+    bad = analyze(path, 1 * MB)
+    assert bad.verification["status"] == ("mismatch" if guarded else "verified"), bad.verification

@@ -24,7 +24,7 @@ from typing import Any
 
 from solar_lsp import units
 from solar_lsp.bounds.sol import part_of, parts_by_owner
-from solar_lsp.ir.core import Kernel, Op, Program
+from solar_lsp.ir.core import Kernel, Op, Program, loads
 from solar_lsp.ir.validate import recurrence_var
 from solar_lsp.verify.core import FULL_RUN_LIMIT, Verification, golden_bytes
 from solar_lsp.verify.op_check import injective
@@ -210,6 +210,39 @@ def signature(p: Program) -> list[tuple]:
                            len(k.loops)) for k in op.kernels)
         out.append((op.kind, op.target, op.call[0] if op.call else None, forms))
     return out
+
+
+def _strided(k: Kernel) -> set[int]:
+    """Positions of ``k``'s loops whose coefficient an index hides when the loop runs once:
+    a loop read with a coefficient other than ±1, or beside another loop in one index position
+    (a strided or dilated window, ``2*o + k``)."""
+    names = [v for v, _ in k.loops]
+    out: set[int] = set()
+    for ld in [k.out, *loads(k.expr)]:
+        for a in ld.index:
+            terms = [(v, c) for v, c in a.terms if c]
+            for v, c in terms:
+                if v in names and (abs(c) != 1 or len(terms) > 1):
+                    out.add(names.index(v))
+    return out
+
+
+def collapsed(full: Program, small: Program) -> str | None:
+    """What a reduced program no longer checks, or None: a loop read with a stride (or beside
+    another loop in one index) that runs more than once at full size and once at the reduced
+    size leaves that coefficient untested, e.g. a stride-2 convolution at one output row. The
+    programs have equal signatures: their ops and kernels pair up in order."""
+    for fo, so in zip(full.ops, small.ops):
+        if len(fo.kernels) != len(so.kernels):
+            continue  # (a cat's pieces: kernel forms are compared as a set)
+        for fk, sk in zip(fo.kernels, so.kernels):
+            if len(fk.loops) != len(sk.loops):
+                continue
+            for i in _strided(fk):
+                if fk.loops[i][1] > 1 and sk.loops[i][1] == 1:
+                    return (f"loop {fk.loops[i][0]} of {fo.id} (line {fo.line}) runs once, so its "
+                            "stride would go unchecked")
+    return None
 
 
 # ------------------------------------------------------------------ where sizes are written
@@ -466,6 +499,10 @@ class _Search:
             if isinstance(got, str) or signature(got[0]) != want:
                 self.why = (f"at a reduced size: {got}" if isinstance(got, str) else "at a reduced "
                             "size the lowering differs (the code depends on the sizes)")
+                return "failed"
+            lost = collapsed(self.full, got[0]) if floor > 1 else None
+            if lost is not None:
+                self.why = f"at a reduced size {lost}"
                 return "failed"
             c = cost(got[0], self.limits.streamed)
             if c.ratio(target) <= 1.0:

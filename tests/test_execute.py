@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from solar_lsp.ir import execute as ex
+from solar_lsp.ir import written
 from solar_lsp.ir.core import (
     SCALAR_FUNCS,
     Affine,
@@ -494,7 +495,7 @@ def test_mark_written_by_axis_is_the_enumeration(separable):
     for _ in range(300):
         k, shape = _random_kernel(rng, separable)
         whole, by_axis = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
-        ex.mark_written(k, whole, chunk=k.points + 1)  # one chunk: every point enumerated
+        written.mark_written(k, whole, chunk=k.points + 1)  # one chunk: every point enumerated
         guards = [g for g in k.guards if g.expr.vars() <= set(k.out_vars)]
-        assert ex._mark_separable(k, k.out_vars, guards, by_axis) is separable, k
+        assert written._mark_separable(k, k.out_vars, guards, by_axis) is separable, k
         assert np.array_equal(whole, by_axis) if separable else not by_axis.any(), k

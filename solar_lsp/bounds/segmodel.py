@@ -400,24 +400,21 @@ def _unify_external(seg: _Segment) -> None:
     for t in seg.pieces:  # the pieces of a cat line up where they are not concatenated
         by_tensor.setdefault(("written", t), []).extend((ki, seg.kernels[ki].out.index)
                                                         for ki in seg.writers[t])
-    for uses in by_tensor.values():
-        if len(uses) < 2:
-            continue
-        # each position's shape key and loops once (a DenseNet cat has 50 pieces: 1225 pairs)
+    for uses in by_tensor.values():  # (keyed once per use: a DenseNet cat has 50 pieces)
         keyed = [(ki, [_shape_key(a, ext[ki]) for a in idx]) for ki, idx in uses]
         for (ka, pa), (kb, pb) in itertools.combinations(keyed, 2):
             if ka == kb or len(pa) != len(pb):
                 continue
             for (key_a, loops_a), (key_b, loops_b) in zip(pa, pb):
-                if key_a is not None and key_a == key_b:  # as _matching_terms pairs them
+                if key_a is not None and key_a == key_b:
                     for va, vb in zip(loops_a, loops_b):
                         uf.union((ka, va), (kb, vb))  # a refusal only leaves two access patterns
 
 
 def _shape_key(a: Affine, ext: dict[str, int]) -> tuple[tuple | None, list[str]]:
-    """What ``_matching_terms`` compares of one index position: its constant and sorted
-    (coefficient, extent) pairs (None when two are equal: such a position pairs with none),
-    and its loops in that order."""
+    """Two index positions of the same shape (``2*s0 + k0`` and ``2*s + k``) have equal keys,
+    their constant and sorted (coefficient, extent) pairs (None when two pairs are equal: such
+    a position pairs with none); their loops, in that order, pair up one to one."""
     t, c = _terms(a, ext)
     ranked = sorted((k, ext[v], v) for v, k in t)
     shape = [x[:2] for x in ranked]

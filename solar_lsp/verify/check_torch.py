@@ -126,11 +126,9 @@ def checked_run(traced: Traced, lowered: Lowered, module: types.ModuleType, ops:
     def check(i: int, golden: dict[str, torch.Tensor]) -> OpCheck:
         if ops[i].id in parts:
             return check_with_parts(p, ops[i], parts[ops[i].id], golden)
-        if ops[i].call and ops[i].call[0] == "steps":  # a loop's steps in one op (verify/parts.py)
-            op, stacked = stacked_check(ops[i], golden)
-            return check_op(p, op, stacked, rng, samples, scaled=scale != 1.0, full_check=full_check_of(ops[i]))
-        return check_op(p, ops[i], fixed.golden(ops[i], golden), rng, samples, scaled=scale != 1.0,
-                        full_check=full_check_of(ops[i]))
+        op, values = stacked_check(ops[i], golden) if ops[i].call and ops[i].call[0] == "steps" \
+            else (ops[i], fixed.golden(ops[i], golden))  # (a loop's steps in one op: verify/parts.py)
+        return check_op(p, op, values, rng, samples, scaled=scale != 1.0, full_check=full_check_of(ops[i]))
 
     def consume(step: str, golden: dict[str, torch.Tensor], rerun: Callable[[], Any]) -> None:
         try:
@@ -283,16 +281,11 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
                     self.env[a] = draw_weight(self.env[a], seed, a.name)
                     for tensor in tensors_of.get(a.name, ()):
                         golden[tensor] = self.env[a]
-            if flops is None or n.op != "call_function" or (flops.only is not None and n.name not in flops.only):
+            if flops is None:
                 out = super().run_node(n)
-            elif flops.only is not None:
-                with flops.mode:
-                    out = super().run_node(n)
-                flops.after(n, 0, self.map_nodes_to_values(n.args, n))
             else:
-                start = flops.before()
-                out = super().run_node(n)
-                flops.after(n, start, self.map_nodes_to_values(n.args, n))
+                out = flops.counted(n, lambda: torch.fx.Interpreter.run_node(self, n),
+                                    lambda: self.map_nodes_to_values(n.args, n))
             for tensor in tensors_of.get(n.name, ()):
                 v = _pick(tensor, out)
                 if isinstance(v, torch.Tensor) and v.device.type != "meta":  # (a weight not drawn yet)
@@ -303,7 +296,7 @@ def golden_run(traced: Traced, lowered: Lowered, module: types.ModuleType, seed:
 
     # without_dynamo_import: FlopCounterMode's dispatch would import torch._dynamo (about 2 s)
     with torch.no_grad(), without_dynamo_import(), \
-            (flops.mode if flops is not None and flops.only is None else contextlib.nullcontext()):
+            (flops.around_run() if flops is not None else contextlib.nullcontext()):
         Recorder(ep.graph_module, garbage_collect_values=consume is not None).run(*args)
     return golden
 

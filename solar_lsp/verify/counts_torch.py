@@ -6,8 +6,10 @@ random so that an identity default cannot hide a dropped operand (docs/sol-model
 
 from __future__ import annotations
 
+import contextlib
 import math
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -44,6 +46,24 @@ class NodeFlops:
 
     def before(self) -> int:
         return self.mode.get_total_flops()
+
+    def around_run(self) -> Any:
+        """The context of the whole replay: the mode itself, unless it is entered per node."""
+        return self.mode if self.only is None else contextlib.nullcontext()
+
+    def counted(self, node: Any, run: Callable[[], Any], args: Callable[[], tuple]) -> Any:
+        """``run()`` (the replay of ``node``), its FLOPs recorded when they are read."""
+        if node.op != "call_function" or (self.only is not None and node.name not in self.only):
+            return run()
+        if self.only is not None:
+            with self.mode:
+                out = run()
+            self.after(node, 0, args())
+            return out
+        start = self.before()
+        out = run()
+        self.after(node, start, args())
+        return out
 
     def after(self, node: Any, start: int, args: tuple) -> None:
         """Record the FLOPs ``node`` added (and, for attention on the CPU, the formula's)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from solar_lsp.ir import calls_index, execute
+from solar_lsp.ir import calls_index, execute, written
 from solar_lsp.ir.core import Kernel, Op, Program, loads
 from solar_lsp.ir.validate import recurrence_var
 from solar_lsp.verify.core import (
@@ -378,7 +378,7 @@ def _unwritten(p: Program, op: Op, golden: dict[str, Any]) -> OpCheck | None:
             continue  # too large to mark; the sampled points include every dimension's edges
         mask = np.zeros(shape, dtype=bool)
         for k in ks:
-            execute.mark_written(k, mask)
+            written.mark_written(k, mask)
         # a fresh output starts zeroed: elements no kernel writes are right where the framework
         # left them zero too (the gaps of a transposed conv whose stride exceeds its taps)
         bad = ~mask & nonzero(golden[t])

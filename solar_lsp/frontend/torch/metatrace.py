@@ -225,7 +225,7 @@ class _Recorder(TorchDispatchMode):
 
     def _key(self, func: Any, args: tuple, kwargs: dict) -> tuple | None:
         """What a call's nodes depend on: the op, each tensor argument's metadata (and which
-        arguments are the same tensor), every other argument by type and value, grad mode and
+        arguments are the same tensor or node), every other argument by type and value, grad mode and
         the Python stack (the nodes' source lines). None for a call never replayed: an op that
         mutates or returns a view (functionalization tracks those), an argument of another
         kind, a tensor made from Python data (its value is lifted)."""
@@ -241,7 +241,9 @@ class _Recorder(TorchDispatchMode):
                     return None
                 # (not its storage offset: x[t] of a loop's step t is x at its own offset, and
                 # no functional op's meta kernel or decomposition reads the offset)
-                parts.append((same.setdefault(id(x), len(same)), tuple(x.shape), x.stride(),
+                bound = self.nodes.get(id(x))
+                who = id(bound[1]) if bound is not None and bound[0] is x else -id(x)
+                parts.append((same.setdefault(who, len(same)), tuple(x.shape), x.stride(),
                               x.dtype, x.device.type, x.requires_grad))
             elif type(x) is float:
                 parts.append((float, x.hex()))  # -0.0 and 0.0 differ; nan is itself

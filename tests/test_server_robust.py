@@ -522,7 +522,11 @@ def _machine(session: Session, root: pathlib.Path, seen: collections.Counter):
 
         def _catch_up(self, d: _Doc) -> None:
             if d.open and not d.broken:
-                until(lambda: self._check_hints(d, session.hints(d.uri)) == d.b, timeout=120, every=0.3)
+                try:
+                    until(lambda: self._check_hints(d, session.hints(d.uri)) == d.b, timeout=120, every=0.3)
+                except AssertionError as exc:  # say what the server shows and did (a rare flake)
+                    raise AssertionError(f"{exc}; {d!r} version {d.version}, hints {session.hints(d.uri)}, "
+                                         f"status {session.status()}, server log: {session.stderr()[-1500:]}") from exc
                 seen["caught up"] += 1
 
         def _check_hints(self, d: _Doc, hints: dict[int, str]) -> int | None:

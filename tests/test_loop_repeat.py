@@ -215,16 +215,19 @@ def _ranges(prefix: str, lw) -> list[tuple[int, int]]:
     return sorted(out)
 
 
-@pytest.mark.parametrize("batch", ["default", "per_step", "chunks"])
+@pytest.mark.parametrize("batch", ["default", "per_step", "chunks", "sampled"])
 def test_every_step_checks_where_it_reads(tmp_path, monkeypatch, batch):
     """Of a long loop, every step's ``x[t]`` and every op reading the hidden state are checked,
     the step's other ops at the first, the last and STEP_SAMPLE middle steps; the scaled
     pass's layout has the first and last steps only. The carry readers are checked over many
-    steps at once, as many as fit STEPS_BATCH_BYTES (one step each when none fit two)."""
+    steps at once, as many as fit STEPS_BATCH_BYTES (one step each when none fit two, or when
+    a step is compared at sampled points)."""
     n = 12
     path = write(tmp_path, "rnn.py", RNN.replace("{T}", str(n)))
     low = lowered(path)[2]
-    if batch != "default":
+    if batch == "sampled":  # a step compared at sampled points: each step its own op
+        monkeypatch.setattr(parts, "STEP_FULL_CHECK", 1)
+    elif batch != "default":
         [cat] = [op for op in low.program.ops if op.id == "cat"]
         size = parts._per_step_bytes(low.program, cat, set(low.program.tensors))
         monkeypatch.setattr(parts, "STEPS_BATCH_BYTES", 0 if batch == "per_step" else 5 * size)
@@ -232,7 +235,7 @@ def test_every_step_checks_where_it_reads(tmp_path, monkeypatch, batch):
     assert _ranges("select", full) == [(t, t) for t in range(n)]
     covered = [t for a, b in _ranges("cat", full) for t in range(a, b + 1)]
     assert covered == list(range(n))  # every step once
-    assert len(_ranges("cat", full)) == {"default": 1, "per_step": n, "chunks": 3}[batch]
+    assert len(_ranges("cat", full)) == {"default": 1, "per_step": n, "chunks": 3, "sampled": n}[batch]
     sampled = [a for a, _ in _ranges("tanh", full)]
     assert sampled[0] == 0 and sampled[-1] == n - 1 and len(sampled) == parts.STEP_SAMPLE + 2
     ends = parts.for_check(low, middle=False)

@@ -328,10 +328,13 @@ def _steps(p: Program, q: Program, owner: Op, body: list[Op], steps: tuple,
 
 def _batched(p: Program, body: list[Op], produced: set[str], inits: set[str], n: int) -> dict[str, int]:
     """The body ops checked over several steps at once, and how many steps an op covers:
-    those with kernels that read a carry, when two steps or more fit ``STEPS_BATCH_BYTES``."""
+    those with kernels that read a carry, when two steps or more fit ``STEPS_BATCH_BYTES``
+    and a step is compared in full (a sampled comparison over many steps could miss a step;
+    one step at a time, each step gets its own sampled points)."""
     out = {}
     for op in body:
-        if op.kind == "compute" and op.kernels and inits & set(op.inputs):
+        if op.kind == "compute" and op.kernels and inits & set(op.inputs) \
+                and op.kernels[-1].points <= STEP_FULL_CHECK:
             span = min(n, STEPS_BATCH_BYTES // max(1, _per_step_bytes(p, op, produced | inits)))
             if span >= 2:
                 out[op.id] = span

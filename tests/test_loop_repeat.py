@@ -274,7 +274,7 @@ def test_a_wrong_middle_step_is_a_mismatch(tmp_path, monkeypatch, what, batch):
         if batch:  # step t's member of the stacked hidden state (step t-2's, read at t-1 too)
             op.call = ("steps", tuple((name, tuple(back(m) if i == t and m.startswith("tanh") else m
                                                    for i, m in enumerate(ms)))
-                                      for name, ms in op.call[1]))
+                                      for name, ms in op.call[1])) + op.call[2:]
         else:
             op.inputs = [back(x) for x in op.inputs]
             op.kernels = [dataclasses.replace(k, expr=_swap_loads(k.expr, f"@{t - 1}", f"@{t - 2}"))
@@ -356,3 +356,41 @@ def test_a_loop_over_a_large_state_stays_unrolled(tmp_path):
     assert all(op.repeat == 1 for op in p.ops)
     e = analyze(path, True)
     assert e.totals["bytes_cache_aware"] == e.totals["bytes_fused"] == 2 * 4 * 2**20
+
+
+SELF_CARRY = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, h):
+        outs = []
+        for t in range(x.size(0)):
+            h = torch.softmax(h, dim=-1)
+            outs.append(h * x[t])
+        return torch.stack(outs, dim=0)
+
+
+def get_inputs():
+    return [torch.randn({T}, 2, 5), torch.randn(2, 5)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_op_writing_the_carry_it_reads_is_checked_on_the_carry_before(tmp_path):
+    """``h = softmax(h)``: the op reads the carry and writes its next value, so step t's
+    output is step t+1's input. Checked over all steps at once, it must read the stack of the
+    values before (h0, h after step 0, ...) and compare the stack of the values after: not
+    read its own output (which would also hide its overflow check, one float input)."""
+    path = write(tmp_path, "self_carry.py", SELF_CARRY.replace("{T}", str(T)))
+    low = parts.for_check(lowered(path)[2])
+    [op] = [op for op in low.program.ops if op.id.startswith("_softmax@0-")]
+    form, _ = parts.stacked_check(op, {})
+    assert not set(form.inputs) & set(form.outputs), (form.inputs, form.outputs)
+    assert all(p.tensors[t].shape[0] == T for t in form.inputs + form.outputs for p in [low.program])
+    e = analyze(path, True, verify=True)
+    assert e.verification["status"] == "verified", e.verification

@@ -365,3 +365,18 @@ def test_a_reduced_size_keeps_every_stride_checked(tmp_path, monkeypatch, guarde
                         lambda o, k, stride, dil, pad: window(o, k, 1 if stride == 2 else stride, dil, pad))
     bad = analyze(path, 1 * MB)
     assert bad.verification["status"] == ("mismatch" if guarded else "verified"), bad.verification
+
+
+def test_a_loop_whose_value_is_computed_with_counts_as_strided():
+    """``arange(0, n, 2)`` lowers to ``2 * i``: a reduced size where ``i`` runs once would leave
+    the step unchecked, as a stride in an index would."""
+    from solar_lsp.ir.core import Affine, Index, Kernel, Load, Op, Program, TensorType, call
+    from solar_lsp.verify.reduced import collapsed
+
+    def arange(n: int) -> Program:
+        k = Kernel("arange", (("i", n),), Load("y", (Affine.var("i"),)), "=",
+                   call("mul", Index(Affine.var("i")), 2.0))
+        return Program("p", {"y": TensorType((n,), "float32")}, [Op("arange", "aten.arange.start_step", 1, [], ["y"], [k])])
+
+    assert collapsed(arange(8), arange(2)) is None
+    assert "runs once" in collapsed(arange(8), arange(1))

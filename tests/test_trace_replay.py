@@ -93,6 +93,29 @@ MODELS = {
         def get_init_inputs():
             return []
     ''',
+    # CPU tensors (an explicit device="cpu" stays on the CPU): their results depend on their
+    # values, which a replay keyed on metadata would copy from the first step
+    "cpu_values": '''
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                lens = torch.tensor([3, 5, 7], device="cpu")
+                a = torch.arange(4, device="cpu")
+                out = []
+                for i in range(3):
+                    k = int(lens[i].item())
+                    b = torch.ones(4, dtype=torch.long, device="cpu")
+                    out.append(x[:, :k].sum() * (a + b).sum())
+                return torch.stack(out)
+
+        def get_inputs():
+            return [torch.randn(2, 8)]
+
+        def get_init_inputs():
+            return []
+    ''',
 }
 
 
@@ -102,6 +125,7 @@ def graph_of(path: str, replay: bool, monkeypatch) -> tuple[list, int]:
     monkeypatch.setattr(metatrace, "REPLAY", replay)
     path = os.path.realpath(path)
     traced = trace(load_module(path), discover_file(path)[0], path)
+    assert isinstance(traced.exported, metatrace.MetaProgram)  # (not export's fallback)
     nodes = list(traced.exported.graph.nodes)
     at = {n: i for i, n in enumerate(nodes)}
 

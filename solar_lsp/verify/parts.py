@@ -39,6 +39,7 @@ from solar_lsp.verify.core import (
     unit_range,
     unit_roundoff,
 )
+from solar_lsp.verify.op_check import COORDINATE_TARGETS
 
 # A repeated loop's steps other than its first and last are checked at sampled points (the
 # first and last indices of every output dimension and random ones, verify/op_check.py
@@ -333,8 +334,9 @@ def _batched(p: Program, body: list[Op], produced: set[str], inits: set[str], n:
     one step at a time, each step gets its own sampled points)."""
     out = {}
     for op in body:
+        # (not an interpolation: its tolerance grows with its inputs' largest dim, op_check._slack)
         if op.kind == "compute" and op.kernels and inits & set(op.inputs) \
-                and op.kernels[-1].points <= STEP_FULL_CHECK:
+                and op.kernels[-1].points <= STEP_FULL_CHECK and not any(s in op.target for s in COORDINATE_TARGETS):
             span = min(n, STEPS_BATCH_BYTES // max(1, _per_step_bytes(p, op, produced | inits)))
             if span >= 2:
                 out[op.id] = span
@@ -404,8 +406,12 @@ def _steps_op(q: Program, op: Op, names: list[dict[str, str]], steps: range, per
     held = dict(members)
     inputs = [m for t in op.inputs for m in (held[t + tag] if t in per_step else (t,))]
     outputs = [m for t in op.outputs for m in held[t + tag]]
+    # what check_op reads and compares: the stacks (a carry's next value is a member of both
+    # the stack it reads and the one it writes, so the members alone cannot say which)
+    form = (tuple(dict.fromkeys(t + tag if t in per_step else t for t in op.inputs)),
+            tuple(t + tag for t in op.outputs))
     return dataclasses.replace(op, id=f"{op.id}{tag}/{trips}", inputs=list(dict.fromkeys(inputs)),
-                               outputs=outputs, kernels=kernels, call=("steps", members), repeat=1)
+                               outputs=outputs, kernels=kernels, call=("steps", members, *form), repeat=1)
 
 
 def _steps_stack_op(q: Program, piece: str, whole: str, dim: int, width: int,
@@ -424,7 +430,7 @@ def _steps_stack_op(q: Program, piece: str, whole: str, dim: int, width: int,
             expr=_map_loads(k.expr, lambda ld: _stacked(ld, {src}, tag))))
     members = ((src + tag, tuple(s for _, s in steps)),)
     return dataclasses.replace(op, id=f"{op.id}@stack", inputs=[s for _, s in steps], outputs=[whole],
-                               kernels=kernels, call=("steps", members), repeat=1)
+                               kernels=kernels, call=("steps", members, (src + tag,), (whole,)), repeat=1)
 
 
 def stacked_check(op: Op, golden: dict[str, Any]) -> tuple[Op, dict[str, Any]]:
@@ -432,15 +438,12 @@ def stacked_check(op: Op, golden: dict[str, Any]) -> tuple[Op, dict[str, Any]]:
     its inputs and outputs are the stacks of its members (and the tensors every step reads)."""
     import torch
 
-    members = dict(op.call[1])
+    _, members, inputs, outputs = op.call
     out = dict(golden)
-    for stacked, names in members.items():
+    for stacked, names in members:
         if all(m in golden for m in names):
             out[stacked] = torch.stack([torch.as_tensor(golden[m]) for m in names])
-    of = {m: stacked for stacked, names in members.items() for m in names}
-    inputs = list(dict.fromkeys(of.get(t, t) for t in op.inputs))
-    outputs = list(dict.fromkeys(of.get(t, t) for t in op.outputs))
-    return dataclasses.replace(op, inputs=inputs, outputs=outputs, call=None), out
+    return dataclasses.replace(op, inputs=list(inputs), outputs=list(outputs), call=None), out
 
 
 def _step_op(q: Program, op: Op, ren: dict[str, str], slices: dict, t: int, trips: int) -> Op:

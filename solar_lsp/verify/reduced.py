@@ -24,7 +24,7 @@ from typing import Any
 
 from solar_lsp import units
 from solar_lsp.bounds.sol import part_of, parts_by_owner
-from solar_lsp.ir.core import Kernel, Op, Program, loads
+from solar_lsp.ir.core import Index, Kernel, Op, Program, loads, walk
 from solar_lsp.ir.validate import recurrence_var
 from solar_lsp.verify.core import FULL_RUN_LIMIT, Verification, golden_bytes
 from solar_lsp.verify.op_check import injective
@@ -215,7 +215,7 @@ def signature(p: Program) -> list[tuple]:
 def _strided(k: Kernel) -> set[int]:
     """Positions of ``k``'s loops whose coefficient an index hides when the loop runs once:
     a loop read with a coefficient other than ±1, or beside another loop in one index position
-    (a strided or dilated window, ``2*o + k``)."""
+    (a strided or dilated window, ``2*o + k``), or whose value the kernel computes with."""
     names = [v for v, _ in k.loops]
     out: set[int] = set()
     for ld in [k.out, *loads(k.expr)]:
@@ -224,6 +224,9 @@ def _strided(k: Kernel) -> set[int]:
             for v, c in terms:
                 if v in names and (abs(c) != 1 or len(terms) > 1):
                     out.add(names.index(v))
+    for e in walk(k.expr):  # a loop's value used as a number (arange's start + i*step)
+        if isinstance(e, Index):
+            out |= {names.index(v) for v in e.expr.vars() if v in names}
     return out
 
 

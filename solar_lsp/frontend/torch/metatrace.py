@@ -145,8 +145,8 @@ _PLAIN = (int, bool, str, type(None), torch.dtype, torch.device, torch.layout, t
 @dataclass
 class _Recording:
     """What one top-level call of an op wrote: its nodes in order, which of its tensor
-    arguments (by position) each outside node it read was, and its outputs: a tensor as the
-    index of its node with the tensor's metadata, anything else as the value."""
+    arguments (by position) each outside node it read was, and its outputs (meta tensors
+    only): the index of each one's node, with its shape, strides and dtype."""
 
     nodes: list[torch.fx.Node]
     inputs: dict[torch.fx.Node, int]
@@ -228,7 +228,8 @@ class _Recorder(TorchDispatchMode):
         arguments are the same tensor or node), every other argument by type and value, grad mode and
         the Python stack (the nodes' source lines). None for a call never replayed: an op that
         mutates or returns a view (functionalization tracks those), an argument of another
-        kind, a tensor made from Python data (its value is lifted)."""
+        kind or a tensor not on meta (a CPU tensor's results depend on its values), a tensor
+        made from Python data (its value is lifted)."""
         schema = func._schema
         if self.next_real is not None or schema.is_mutable or any(r.alias_info is not None for r in schema.returns):
             return None
@@ -237,8 +238,8 @@ class _Recorder(TorchDispatchMode):
         same: dict[int, int] = {}
         for x in leaves:
             if isinstance(x, torch.Tensor):
-                if type(x) not in (torch.Tensor, torch.nn.Parameter):
-                    return None
+                if type(x) not in (torch.Tensor, torch.nn.Parameter) or x.device.type != "meta":
+                    return None  # (a CPU tensor's results depend on its values)
                 # (not its storage offset: x[t] of a loop's step t is x at its own offset, and
                 # no functional op's meta kernel or decomposition reads the offset)
                 bound = self.nodes.get(id(x))
@@ -255,7 +256,8 @@ class _Recorder(TorchDispatchMode):
 
     def _recording(self, nodes: list, args: tuple, kwargs: dict, out: Any) -> _Recording | None:
         """The replayable form of a call that wrote ``nodes``; None when its nodes read a node
-        other than its arguments' or an output is not a fresh tensor of its own nodes."""
+        other than its arguments' or an output is not a fresh meta tensor of its own nodes (a
+        value such as ``.item()``'s or a CPU tensor depends on more than the key)."""
         at = {n: i for i, n in enumerate(nodes)}
         inputs: dict[torch.fx.Node, int] = {}
         for i, t in enumerate(x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)):
@@ -267,13 +269,12 @@ class _Recorder(TorchDispatchMode):
         leaves, spec = pytree.tree_flatten(out)
         outs: list[tuple] = []
         for t in leaves:
-            if not isinstance(t, torch.Tensor):
-                outs.append(("value", t))
-                continue
+            if not isinstance(t, torch.Tensor) or t.device.type != "meta":
+                return None
             hit = self.nodes.get(id(t))
             if hit is None or hit[0] is not t or hit[1] not in at or t.storage_offset() != 0:
                 return None
-            outs.append(("tensor", at[hit[1]], tuple(t.shape), t.stride(), t.dtype))
+            outs.append((at[hit[1]], tuple(t.shape), t.stride(), t.dtype))
         return _Recording(nodes, inputs, spec, outs)
 
     def _replay(self, done: _Recording, args: tuple, kwargs: dict) -> Any:
@@ -287,11 +288,8 @@ class _Recorder(TorchDispatchMode):
                 pytree.tree_map_only(torch.Tensor, _fresh, val)
         leaves = []
         for o in done.outs:
-            if o[0] == "value":
-                leaves.append(o[1])
-                continue
-            node = env[done.nodes[o[1]]]
-            t = torch.empty_strided(o[2], o[3], dtype=o[4], device="meta")
+            node = env[done.nodes[o[0]]]
+            t = torch.empty_strided(o[1], o[2], dtype=o[3], device="meta")
             node.meta["val"] = t
             self.bind(t, node)
             leaves.append(t)

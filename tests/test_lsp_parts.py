@@ -295,3 +295,43 @@ def test_symbolic_jobs_get_a_longer_time_limit():
     assert pool.job_timeout(request("a.py", "a.py", {"symbolic": True})) == 60.0 * SYMBOLIC_TIMEOUT_FACTOR
     assert pool.job_timeout(request("a.py", "a.py", {"symbolic": True}, ["f"], "ir")) == 60.0
     assert pool.job_timeout({**request("a.py", "a.py", {}, ["f"], "sol_at"), "symbolic": {"symbols": ["S"]}}) == 60.0
+
+
+def test_a_job_that_raises_says_so_on_its_entries(monkeypatch):
+    """A bug of ours while a job finishes (not the user's code, which is a JobFailed) is
+    logged with its traceback and shown on each entry, so that the document does not keep
+    stale hints with nothing said."""
+    import asyncio
+    import contextlib
+
+    from solar_lsp.lsp import analysis
+    from solar_lsp.lsp.app import DocState
+    from solar_lsp.source.discover import discover
+
+    logged: list = []
+    published: list = []
+
+    async def refresh() -> None:
+        return None
+
+    monkeypatch.setattr(analysis.server, "log", logged.append)
+    monkeypatch.setattr(analysis.server, "refresh", refresh)
+    monkeypatch.setattr(analysis, "publish", published.append)
+    src = ("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+           "        return x * 2\n\ndef get_inputs():\n    return [torch.randn(4)]\n")
+    st = DocState("file:///tmp/m.py", "/tmp/m.py", entries=discover(src, "/tmp/m.py", {}))
+
+    async def job() -> None:
+        raise KeyError("a bug")
+
+    async def main() -> None:
+        task = asyncio.ensure_future(job())
+        task.add_done_callback(lambda t: analysis.job_raised(st, t))
+        with contextlib.suppress(KeyError):
+            await task
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert "internal error" in logged[0] and "KeyError: 'a bug'" in logged[0], logged
+    assert st.faults["Model"][1].startswith("solar: internal error (KeyError"), st.faults
+    assert published == [st]

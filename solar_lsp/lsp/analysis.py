@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import traceback
 
 from solar_lsp.lsp import buffers
 from solar_lsp.lsp.app import DocState, Record, server
@@ -97,6 +98,24 @@ async def analyze_document(uri: str) -> None:
         st.job.cancel()
     st.job_text, st.job_key, st.job_closures = text, key, dict(stale)
     st.job = asyncio.ensure_future(_run_job(st, text, stale, settings))
+    st.job.add_done_callback(lambda task: job_raised(st, task))
+
+
+def job_raised(st: DocState, task: asyncio.Future) -> None:
+    """A job that raised (a bug of ours: the user's code failing is a JobFailed, handled in
+    the job) says so in the log and on its entries, instead of leaving the document's hints
+    behind its text with nothing said; no task's exception goes unread."""
+    if task.cancelled() or task.exception() is None:
+        return
+    exc = task.exception()
+    server.log(f"internal error finishing the job of {os.path.basename(st.path)}: "
+               + "".join(traceback.format_exception(exc)).rstrip())
+    for e in st.entries:
+        st.faults[e.name] = (e.line, f"solar: internal error ({type(exc).__name__}: {exc}); please report it")
+    st.analyzing = False
+    with contextlib.suppress(Exception):  # (the editor may be gone)
+        publish(st)
+        asyncio.ensure_future(server.refresh())
 
 
 def _take_entries(st: DocState, entries: list[Entry]) -> None:

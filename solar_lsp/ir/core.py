@@ -158,13 +158,18 @@ def loads(expr: Expr) -> list[Load]:
     return [e for e in walk(expr) if isinstance(e, Load)]
 
 
+def map_loads(expr: Expr, f: Callable[[Load], Load]) -> Expr:
+    """``expr`` with every tensor read ``ld`` replaced by ``f(ld)``."""
+    if isinstance(expr, Load):
+        return f(expr)
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(map_loads(x, f) for x in expr.args))
+    return expr
+
+
 def rename_loads(expr: Expr, rename: Callable[[str], str]) -> Expr:
     """``expr`` with every tensor read renamed (a loop step's tensors onto another step's)."""
-    if isinstance(expr, Load):
-        return Load(rename(expr.tensor), expr.index)
-    if isinstance(expr, Call):
-        return Call(expr.fn, tuple(rename_loads(x, rename) for x in expr.args))
-    return expr
+    return map_loads(expr, lambda ld: Load(rename(ld.tensor), ld.index))
 
 
 def call(fn: str, *args: Expr | float | int) -> Call:

@@ -26,13 +26,7 @@ def mark_written(k: Kernel, mask: np.ndarray, chunk: int = 1 << 18) -> None:
     for start in range(0, total, chunk):
         coords = np.unravel_index(np.arange(start, min(total, start + chunk)), dims) if ov else ()
         val = dict(zip(ov, coords))
-        keep = np.ones(min(total, start + chunk) - start, dtype=bool)
-        for g in guards:
-            e = _affine_at(g.expr, val, len(keep))
-            if g.lo is not None:
-                keep &= e >= g.lo
-            if g.hi is not None:
-                keep &= e < g.hi
+        keep = _admitted(guards, val, min(total, start + chunk) - start)
         if not k.out.index:
             mask[()] = mask[()] or bool(keep.any())
             continue
@@ -71,17 +65,22 @@ def _mark_separable(k: Kernel, ov: list[str], guards: list, mask: np.ndarray) ->
         coords = np.unravel_index(np.arange(math.prod(dims)), dims) if vs else ()
         val = dict(zip(vs, coords))
         n = math.prod(dims)
-        keep = np.ones(n, dtype=bool)
-        for g in by_dim[d]:
-            e = _affine_at(g.expr, val, n)
-            if g.lo is not None:
-                keep &= e >= g.lo
-            if g.hi is not None:
-                keep &= e < g.hi
-        i = _affine_at(a, val, n)[keep]
+        i = _affine_at(a, val, n)[_admitted(by_dim[d], val, n)]
         picks.append(np.unique(i[(i >= 0) & (i < mask.shape[d])]))
     mask[np.ix_(*picks)] = True
     return True
+
+
+def _admitted(guards: list, val: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """Which of ``n`` points (loop values ``val``) every guard admits."""
+    keep = np.ones(n, dtype=bool)
+    for g in guards:
+        e = _affine_at(g.expr, val, n)
+        if g.lo is not None:
+            keep &= e >= g.lo
+        if g.hi is not None:
+            keep &= e < g.hi
+    return keep
 
 
 def _affine_at(a, val: dict[str, np.ndarray], n: int) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 from solar_lsp.bounds import sol
 from solar_lsp.frontend.errors import Lowered
 from solar_lsp.ir import execute
-from solar_lsp.ir.core import Affine, Call, Expr, Load, Op, Program, TensorType, rename_kernel
+from solar_lsp.ir.core import Affine, Load, Op, Program, TensorType, map_loads, rename_kernel
 from solar_lsp.verify.core import (
     FULL_CHECK,
     FULL_RUN_LIMIT,
@@ -98,18 +98,22 @@ def framework_counts(p: Program, flops: Any, ops: list[Op]) -> Any:
     checked op in ``ops`` and of each op of a repeated loop's body: the first step's node's
     count times the trips (every step runs the same op on the same shapes; ``for_check`` checks
     that the body runs ``repeat`` times)."""
-    body = {op.id: op.repeat for op in p.ops if part_of(op) == "loop" and op.repeat > 1}
     fw = flops.framework(counted_nodes(p, ops))
-    for i, trips in body.items():
+    for i, trips in _loop_bodies(p).items():
         if i in fw.by_op:
             fw.by_op[i] *= trips
     return fw
 
 
+def _loop_bodies(p: Program) -> dict[str, int]:
+    """Each repeated loop body op's id (its first step's node) and trips."""
+    return {op.id: op.repeat for op in p.ops if part_of(op) == "loop" and op.repeat > 1}
+
+
 def counted_nodes(p: Program, ops: list[Op]) -> set[str]:
     """The framework nodes whose FLOPs ``framework_counts`` reads: each checked op's and each
     loop body op's first step (an op's id is its node's name)."""
-    return {op.id for op in ops} | {op.id for op in p.ops if part_of(op) == "loop" and op.repeat > 1}
+    return {op.id for op in ops} | set(_loop_bodies(p))
 
 
 def check_with_parts(p: Program, op: Op, parts: list[Op], golden: dict[str, Any]) -> OpCheck:
@@ -379,14 +383,6 @@ def _stacked(ld: Load, per_step: set[str], tag: str) -> Load:
     return Load(ld.tensor + tag, (Affine.var(STEP_VAR),) + ld.index)
 
 
-def _map_loads(e: Expr, f: Any) -> Expr:
-    if isinstance(e, Load):
-        return f(e)
-    if isinstance(e, Call):
-        return Call(e.fn, tuple(_map_loads(x, f) for x in e.args))
-    return e
-
-
 def _steps_op(q: Program, op: Op, names: list[dict[str, str]], steps: range, per_step: set[str],
               trips: int) -> Op:
     """Body op ``op`` at ``steps`` in one op (id ``op@a-b/T``): its kernels with a leading step
@@ -401,7 +397,7 @@ def _steps_op(q: Program, op: Op, names: list[dict[str, str]], steps: range, per
     members = tuple((t + tag, tuple(names[i].get(t, t) for i in steps)) for t in mine)
     kernels = [dataclasses.replace(k, name=f"{k.name}_steps", loops=((STEP_VAR, n),) + k.loops,
                                    out=_stacked(k.out, per_step, tag),
-                                   expr=_map_loads(k.expr, lambda ld: _stacked(ld, per_step, tag)))
+                                   expr=map_loads(k.expr, lambda ld: _stacked(ld, per_step, tag)))
                for k in op.kernels]
     held = dict(members)
     inputs = [m for t in op.inputs for m in (held[t + tag] if t in per_step else (t,))]
@@ -427,7 +423,7 @@ def _steps_stack_op(q: Program, piece: str, whole: str, dim: int, width: int,
         idx[dim] = idx[dim] + Affine.var(STEP_VAR, width)
         kernels.append(dataclasses.replace(
             k, name=f"{k.name}_steps", loops=((STEP_VAR, n),) + k.loops, out=Load(whole, tuple(idx)),
-            expr=_map_loads(k.expr, lambda ld: _stacked(ld, {src}, tag))))
+            expr=map_loads(k.expr, lambda ld: _stacked(ld, {src}, tag))))
     members = ((src + tag, tuple(s for _, s in steps)),)
     return dataclasses.replace(op, id=f"{op.id}@stack", inputs=[s for _, s in steps], outputs=[whole],
                                kernels=kernels, call=("steps", members, (src + tag,), (whole,)), repeat=1)
